@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterator
+from typing import cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -282,3 +284,58 @@ def test_content_capture_left_off_says_nothing(
         with instrumented(TracerProvider()):
             pass
     assert [r for r in caplog.records if r.name == "veridic.telemetry"] == []
+
+
+# --- a tracer whose spans are not spans -------------------------------------------------------
+
+
+class _NotASpanTracer(trace.NoOpTracer):
+    """A tracer with a bug: what it starts is not a span (a vendor's wrapper gone wrong)."""
+
+    def start_span(self, *args: object, **kwargs: object) -> trace.Span:
+        return cast(trace.Span, object())
+
+
+class _NotASpanProvider(trace.NoOpTracerProvider):
+    def get_tracer(self, *args: object, **kwargs: object) -> trace.Tracer:
+        return _NotASpanTracer()
+
+
+def test_a_tracer_whose_span_cannot_end_does_not_fail_a_write_that_ran(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The span could not even be ended: the AttributeError left ``execute`` after the
+    write ran and was recorded ``ok``, so its caller saw a failure and might run it
+    again."""
+    registry = Registry()
+    ran: list[str] = []
+
+    @registry.tool(kind="write")
+    def set_units(unit: str) -> str:
+        """Set the units the user sees.
+
+        Args:
+            unit: "celsius" or "fahrenheit".
+        """
+        ran.append(unit)
+        return unit
+
+    view = registry.view()
+    policy = ApprovalPolicy(view)
+    policy.allow_always("set_units")
+    audit = SQLiteAuditSink()
+    with caplog.at_level(logging.WARNING, logger="veridic.telemetry"):
+        with instrumented(_NotASpanProvider()):
+            result = execute(
+                view,
+                "set_units",
+                {"unit": "celsius"},
+                policy=policy,
+                audit=audit,
+                request_id="r",
+                prompt_sha256="0" * 64,
+            )
+    assert result.ok
+    assert ran == ["celsius"]
+    assert [record.outcome.value for record in audit.records("r")] == ["ok"]
+    assert any("execute_tool set_units" in r.getMessage() for r in caplog.records)

@@ -644,7 +644,8 @@ class _Live:
     def _end(self) -> None:
         if not self._ended:
             self._ended = True
-            self._use("end", self._span.end)
+            # In the lambda: a tracer whose span has no ``end`` fails in _use, not in the call.
+            self._use("end", lambda: self._span.end())
 
 
 def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
