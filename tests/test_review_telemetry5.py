@@ -14,7 +14,6 @@ from typing import cast
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -256,16 +255,13 @@ def test_content_capture_asked_by_the_environment_is_not_ignored_silently(
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    with caplog.at_level(logging.WARNING, logger="veridic.telemetry"):
-        with instrumented(provider):
-            gateway = ModelGateway(
-                ScriptedProvider([{"text": "Sunny in Oslo."}]), audit=SQLiteAuditSink()
-            )
-            gateway.send(
-                Composer().system(SYSTEM).user("Weather in Oslo?").build(),
-                Registry().view(),
-                request_id="r",
-            )
+    gateway = ModelGateway(ScriptedProvider([{"text": "Sunny in Oslo."}]), audit=SQLiteAuditSink())
+    with caplog.at_level(logging.WARNING, logger="veridic.telemetry"), instrumented(provider):
+        gateway.send(
+            Composer().system(SYSTEM).user("Weather in Oslo?").build(),
+            Registry().view(),
+            request_id="r",
+        )
     (warning,) = [r for r in caplog.records if r.name == "veridic.telemetry"]
     message = warning.getMessage()
     assert "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT" in message
@@ -280,9 +276,11 @@ def test_content_capture_left_off_says_nothing(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, asked: str
 ) -> None:
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", asked)
-    with caplog.at_level(logging.WARNING, logger="veridic.telemetry"):
-        with instrumented(TracerProvider()):
-            pass
+    with (
+        caplog.at_level(logging.WARNING, logger="veridic.telemetry"),
+        instrumented(TracerProvider()),
+    ):
+        pass
     assert [r for r in caplog.records if r.name == "veridic.telemetry"] == []
 
 
@@ -324,17 +322,17 @@ def test_a_tracer_whose_span_cannot_end_does_not_fail_a_write_that_ran(
     policy = ApprovalPolicy(view)
     policy.allow_always("set_units")
     audit = SQLiteAuditSink()
-    with caplog.at_level(logging.WARNING, logger="veridic.telemetry"):
-        with instrumented(_NotASpanProvider()):
-            result = execute(
-                view,
-                "set_units",
-                {"unit": "celsius"},
-                policy=policy,
-                audit=audit,
-                request_id="r",
-                prompt_sha256="0" * 64,
-            )
+    logged = caplog.at_level(logging.WARNING, logger="veridic.telemetry")
+    with logged, instrumented(_NotASpanProvider()):
+        result = execute(
+            view,
+            "set_units",
+            {"unit": "celsius"},
+            policy=policy,
+            audit=audit,
+            request_id="r",
+            prompt_sha256="0" * 64,
+        )
     assert result.ok
     assert ran == ["celsius"]
     assert [record.outcome.value for record in audit.records("r")] == ["ok"]

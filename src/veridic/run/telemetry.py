@@ -49,7 +49,9 @@ kind and outcome of a tool call, the kinds and origins of the system
 message's spans (its provenance, never its text). No span holds prompt text,
 arguments, results or error messages: the conventions make content opt-in,
 and veridic does not offer it (an exception's message may quote a secret;
-see :attr:`CallResult.told <veridic.CallResult.told>`).
+see :attr:`CallResult.told <veridic.CallResult.told>`): when
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` asks for content,
+:func:`instrument` says so in a warning instead.
 
 Errors: the span's status is ``ERROR`` and ``error.type`` names the
 exception's class when the SDK call raises, a check refuses the prompt or
@@ -65,7 +67,9 @@ OpenTelemetry is for observability and may be sampled or dropped; the audit
 store is the record (see :mod:`veridic.run.audit`). So a tracer that fails
 (a span processor or an exporter that raises) never fails the call it
 traces: the failure is logged on ``veridic.telemetry`` (a warning, once per
-span) and the call goes on, its span incomplete or missing.
+span) and the call goes on, its span incomplete or missing. A span processor
+that blocks blocks the call (OpenTelemetry runs ``on_end`` in the caller's
+thread): export with a ``BatchSpanProcessor``, not a ``SimpleSpanProcessor``.
 
 >>> from opentelemetry.sdk.trace import TracerProvider
 >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
