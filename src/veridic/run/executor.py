@@ -1379,8 +1379,8 @@ class _Call:
         record = self.record(
             tool, mode, CallOutcome.BLOCKED, detail, wrote, irreversible, set(event.operations)
         )
-        # The call's span ended, often ok: the refusal gets a span too (a no-op while off).
-        _telemetry.refused_late(record)
+        # The call's span ended, often ok: the follow-up gets a span too (a no-op while off).
+        _telemetry.late(record, refused=not event.allowed)
         return record
 
     def _waiting(self) -> list[GuardEvent]:

@@ -31,7 +31,10 @@ is ``gen_ai.provider.name``):
   (the audit record keeps the name).
 - ``guard_refused {name}`` (kind ``INTERNAL``) when a guard refuses an
   operation of a task or thread a call started, after the call ended (its
-  follow-up ``BLOCKED`` record): an error, a child of the call's span.
+  follow-up ``BLOCKED`` record): an error, a child of the call's span;
+  ``late_effect {name}`` when a delegated tool the call dispatched finished its
+  effect after the call ended (a follow-up record too): not an error, it was
+  allowed.
 
 A run and its model calls carry the request id as ``gen_ai.conversation.id``:
 a paused run's spans and its resume's (often in another trace, another
@@ -46,7 +49,9 @@ kind and outcome of a tool call, the kinds and origins of the system
 message's spans (its provenance, never its text). No span holds prompt text,
 arguments, results or error messages: the conventions make content opt-in,
 and veridic does not offer it (an exception's message may quote a secret;
-see :attr:`CallResult.told <veridic.CallResult.told>`).
+see :attr:`CallResult.told <veridic.CallResult.told>`): when
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` asks for content,
+:func:`instrument` says so in a warning instead.
 
 Errors: the span's status is ``ERROR`` and ``error.type`` names the
 exception's class when the SDK call raises, a check refuses the prompt or
@@ -62,7 +67,9 @@ OpenTelemetry is for observability and may be sampled or dropped; the audit
 store is the record (see :mod:`veridic.run.audit`). So a tracer that fails
 (a span processor or an exporter that raises) never fails the call it
 traces: the failure is logged on ``veridic.telemetry`` (a warning, once per
-span) and the call goes on, its span incomplete or missing.
+span) and the call goes on, its span incomplete or missing. A span processor
+that blocks blocks the call (OpenTelemetry runs ``on_end`` in the caller's
+thread): export with a ``BatchSpanProcessor``, not a ``SimpleSpanProcessor``.
 
 >>> from opentelemetry.sdk.trace import TracerProvider
 >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -93,6 +100,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import re
 import threading
 import weakref
@@ -199,8 +207,42 @@ def _tracer_of(tracer_provider: TracerProvider | None, where: str) -> Tracer:
             "OpenTelemetry TracerProvider (opentelemetry.sdk.trace.TracerProvider), or None for "
             "the global one"
         )
-    return trace.get_tracer(
+    tracer = trace.get_tracer(
         SCOPE, _version(), tracer_provider=tracer_provider, schema_url=SCHEMA_URL
+    )
+    _say_content_is_never_captured(where)
+    return tracer
+
+
+CAPTURE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The environment variable the OpenTelemetry GenAI instrumentations read to put prompts,
+arguments and results in their spans (``true``; ``SPAN_ONLY``, ``EVENT_ONLY``,
+``SPAN_AND_EVENT`` in the newer ones)."""
+
+_NO_CONTENT: Final = frozenset({"", "false", "no_content"})
+"""The values of :data:`CAPTURE_CONTENT` that ask for no content (case aside)."""
+
+
+def _say_content_is_never_captured(where: str) -> None:
+    """Warn when :data:`CAPTURE_CONTENT` asks for content: veridic's spans never hold it.
+
+    The operator who set it expects the prompts in the trace. Ignored in silence, it
+    would have them look for content that is not coming, or take a trace without it for
+    the whole story.
+    """
+    asked = os.environ.get(CAPTURE_CONTENT, "")
+    if asked.strip().lower() in _NO_CONTENT:
+        return
+    _log.warning(
+        "%s is %s, but veridic's spans (turned on by %s) never hold prompts, arguments, "
+        "results or error messages (they may quote the user's data or a secret); other "
+        "instrumentations may still capture them. Find a span's content by its "
+        "veridic.prompt_sha256, the digest its audit records and Prompt.sha256 carry, in "
+        "what the application keeps (unset %s if veridic's spans were the ones it was for)",
+        CAPTURE_CONTENT,
+        clip(asked),
+        where,
+        CAPTURE_CONTENT,
     )
 
 
@@ -434,13 +476,19 @@ def agent(provider: Adapter, request_id: object, *, resumed: bool) -> AgentSpan:
     return _LiveAgent(tracer, provider, request_id, resumed)
 
 
-def refused_late(record: AuditRecord) -> None:
-    """A guard refused an operation after the call ended (a follow-up ``BLOCKED`` record).
+def late(record: AuditRecord, *, refused: bool) -> None:
+    """A follow-up record of a call that had ended: a guard refused an operation of a task or
+    thread the call started (``refused``), or a delegated tool the call dispatched finished
+    its effect after the call ended (not ``refused``: it happened).
 
-    The call's own span has ended, often ``ok``; the refusal gets a span of its own,
-    ``guard_refused {name}``, started and ended now, an error, a child of whatever span is
-    current (the call's own, whose context the task or thread that tried it carries).
-    It has no ``gen_ai.operation.name``: it is not a second call of the tool.
+    The call's own span has ended, often ``ok``; the follow-up gets a span of its own,
+    started and ended now, a child of whatever span is current (the call's own, whose
+    context the task or thread carries). A refusal is ``guard_refused {name}``, an error;
+    an effect is ``late_effect {name}``, not an error (it was allowed while the call ran),
+    its record's ``veridic.irreversible`` or ``veridic.wrote_instruction_fields`` saying
+    which. Both records are ``BLOCKED`` (what makes a record a follow-up), so only the span
+    tells a reader who looks for the effect that there is one to look for.
+    Neither has a ``gen_ai.operation.name``: it is not a second call of the tool.
     """
     tracer = _tracer
     if tracer is None:
@@ -448,15 +496,17 @@ def refused_late(record: AuditRecord) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     name = record.tool
-    plain = _PLAIN.fullmatch(name) is not None
-    attributes = {**_record_attributes(record), "veridic.follow_up": True}
-    attributes["error.type"] = _GUARD_DENIED
-    span_name = f"guard_refused {name}" if plain else "guard_refused"
+    what = "guard_refused" if refused else "late_effect"
+    span_name = f"{what} {name}" if _PLAIN.fullmatch(name) is not None else what
+    attributes: dict[str, _Value] = {**_record_attributes(record), "veridic.follow_up": True}
+    if refused:
+        attributes["error.type"] = _GUARD_DENIED
     try:
         span = tracer.start_span(span_name, attributes=attributes)
-        span.set_status(Status(StatusCode.ERROR, f"{record.outcome.value}: {_GUARD_DENIED}"))
+        if refused:
+            span.set_status(Status(StatusCode.ERROR, f"{record.outcome.value}: {_GUARD_DENIED}"))
         span.end()
-    except Exception as error:  # the guard's refusal and its record go on without the span
+    except Exception as error:  # the follow-up and its record go on without the span
         _tracer_failed(span_name, "make", error)
 
 
@@ -473,10 +523,20 @@ def provider_name(api: str) -> str:
 
 
 def error_type(error: BaseException) -> str:
-    """``error.type``: the class's qualified name (never the message, which may hold secrets)."""
+    """``error.type``: the class's qualified name (never the message, which may hold secrets),
+    as :func:`_shown` shows text.
+
+    A class is not always named in code: a task queue's client (Celery's
+    ``create_exception_cls``) or an RPC library makes the class of a remote error from the
+    name the remote end sent, which can hold a terminal escape, a forged log line, a lone
+    surrogate an exporter cannot encode, or thousands of characters.
+
+    >>> error_type(ValueError("a secret")), error_type(type("E\\n!", (Exception,), {})())
+    ('ValueError', "'veridic.run.telemetry.E\\\\n!'")
+    """
     kind = type(error)
-    module = kind.__module__
-    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"
+    module, name = kind.__module__, kind.__qualname__
+    return _shown(name if module == "builtins" else f"{module}.{name}")
 
 
 def _tracer_failed(span_name: str, what: str, error: Exception) -> None:
@@ -588,7 +648,8 @@ class _Live:
     def _end(self) -> None:
         if not self._ended:
             self._ended = True
-            self._use("end", self._span.end)
+            # In the lambda: a tracer whose span has no ``end`` fails in _use, not in the call.
+            self._use("end", lambda: self._span.end())
 
 
 def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
@@ -596,7 +657,7 @@ def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
     an exception's message)."""
     attributes: dict[str, str | bool] = {
         "gen_ai.tool.name": record.tool,
-        "veridic.request_id": _shown_id(record.request_id),
+        "veridic.request_id": _shown(record.request_id),
         "veridic.approval": record.approval.value,
         "veridic.outcome": record.outcome.value,
         "veridic.prompt_sha256": record.prompt_sha256,
@@ -612,8 +673,8 @@ def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
 
 
 def _request_id(request_id: object) -> dict[str, str]:
-    """``veridic.request_id``, as :func:`_shown_id` shows it (none when it is not text)."""
-    return {"veridic.request_id": _shown_id(request_id)} if isinstance(request_id, str) else {}
+    """``veridic.request_id``, as :func:`_shown` shows it (none when it is not text)."""
+    return {"veridic.request_id": _shown(request_id)} if isinstance(request_id, str) else {}
 
 
 def _conversation(request_id: object) -> dict[str, str]:
@@ -664,24 +725,25 @@ def _tool_names(name: object, view: object) -> dict[str, str]:
     return {"gen_ai.tool.name": _OTHER, "veridic.tool.name_sha256": digest}
 
 
-def _shown_id(request_id: str) -> str:
-    """A request id as a span may hold it: as it is when printable (no control, bidi or
-    invisible character, no surrounding space) and at most 256 characters, else escaped
-    and clipped as an audit record quotes text, to at most 256 characters too.
+def _shown(text: str) -> str:
+    """A request id or an error's class as a span may hold it: as it is when printable (no
+    control, bidi or invisible character, no surrounding space) and at most 256
+    characters, else escaped and clipped as an audit record quotes text, to at most 256
+    characters too.
 
     Applications often take the id from outside (an ``X-Request-Id`` header, a stored
     paused run), and the audit store keeps any text without NUL as the key.
 
-    >>> _shown_id("req-1"), _shown_id("req-1\x1b[2J")
+    >>> _shown("req-1"), _shown("req-1\x1b[2J")
     ('req-1', "'req-1\\\\x1b[2J'")
     """
-    if 0 < len(request_id) <= 256 and request_id.isprintable() and request_id == request_id.strip():
-        return request_id
+    if 0 < len(text) <= 256 and text.isprintable() and text == text.strip():
+        return text
     limit = 60
-    shown = clip(request_id, limit)
+    shown = clip(text, limit)
     while len(shown) > 256:  # an escape takes up to ten characters (\U000e0001)
         limit //= 2
-        shown = clip(request_id, limit)
+        shown = clip(text, limit)
     return shown
 
 
