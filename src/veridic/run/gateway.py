@@ -738,7 +738,8 @@ class ModelGateway:
             ApprovalExpiredError: the answers came later than
                 ``policy.approvals_expire_after`` after the pause, the paused run is
                 dated in the future, or it does not say when it paused (nothing runs;
-                see above).
+                see above). Checked before the send after the calls is: an expired run
+                sends nothing, and a refusal of that send is a note on this error.
             RunLimitError: the paused run had spent more turns, tool calls or
                 tokens than ``limits`` allow (nothing runs; resume it again with
                 the limits it was started with: leave ``limits`` out).
@@ -752,8 +753,9 @@ class ModelGateway:
                 store the run wrote to, so it could not tell), or the
                 audit store cannot be asked for a request's records, or the send
                 after the calls would refuse the composer's system part, the view,
-                the client or the adapter's request (:meth:`send`'s checks, made first,
-                the request's on the prompt the first send will build; a
+                the client or the adapter's request (:meth:`send`'s checks, made first
+                on the prompt the first send will build: the system part with the fence
+                preamble, the paused conversation, the waiting calls answered as not run; a
                 :class:`~veridic.ToolCouplingError` for another view's section, or a
                 request whose tool list is not the view's):
                 nothing runs in each case, and ``composer`` is left as it was
@@ -778,7 +780,9 @@ class ModelGateway:
                 if self._calls.sink is self._audit
                 else None
             )
-            resuming = self._resuming(state, reply, paused, bound, view, policy, on_record, asked)
+            resuming = self._resuming(
+                state, reply, paused, bound, view, policy, on_record, asked, sync=True
+            )
             steps = resuming.steps
             done: list[ToolOutcome] = []
             try:
@@ -967,7 +971,9 @@ class ModelGateway:
                 if self._calls.sink is self._audit
                 else None
             )
-            resuming = self._resuming(state, reply, paused, bound, view, policy, on_record, asked)
+            resuming = self._resuming(
+                state, reply, paused, bound, view, policy, on_record, asked, sync=False
+            )
             steps = resuming.steps
             done: list[ToolOutcome] = []
             try:
@@ -1056,6 +1062,8 @@ class ModelGateway:
         policy: ApprovalPolicy,
         on_record: Sequence[AuditRecord],
         asked: Sequence[ModelCallRecord] | None,
+        *,
+        sync: bool,
     ) -> _Resuming[OutputT]:
         """Every check of a resume once its store was read (``on_record``, the request's
         audit records; ``asked``, its model calls where the gateway keeps them there), made
@@ -1076,16 +1084,15 @@ class ModelGateway:
         check_not_resumed(paused, reply.tool_calls, on_record)
         check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
         now = self._now()
-        road = state.road
-        steps, expired = ResumeSteps.at(now, reply.tool_calls, view, policy, paused, bound, road)
-        sync = road == "resume"
+        calls = reply.tool_calls
+        steps, expired = ResumeSteps.at(now, calls, view, policy, paused, bound, state.road)
         try:
-            self._check_sendable(state, paused, reply.tool_calls, view, sync=sync)
+            self._check_sendable(state, paused, calls, view, sync=sync)
         except VeridicError as refused:
             if expired is None:
                 raise
             expired.add_note(
-                f"the request a run of this composer sends next would be refused too, as the "
+                "the request a run of this composer sends next would be refused too, as the "
                 f"check of it found ({type(refused).__name__}: {refused}): mend that before "
                 "the run that asks the user anew"
             )
