@@ -16,7 +16,7 @@ from _paused_formats import as_format_5
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_deferred_expiry import PAUSED_AT, SYSTEM, at, gateway, make_view, paused
-from test_review_gateway import _script, _twin_registry
+from test_review_gateway import _roadless, _script, _twin_registry
 
 from veridic import (
     ApprovalPolicy,
@@ -112,7 +112,7 @@ def _drive_paused(
         pauses, result = _go_on(running, composer, said, asynchronous=asynchronous)
         ending = (result.text, result.turns, result.usage, len(result.outcomes))
     except VeridicError as error:
-        ending = (type(error).__name__, str(error))
+        ending = (type(error).__name__, _roadless(error))
     calls = [replace(record, time=0.0) for record in log.records()]
     replies = [replace(record, latency=0.0, call_id="") for record in log.replies()]
     tools = [

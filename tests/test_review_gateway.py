@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import replace
 
 import pytest
@@ -215,6 +216,12 @@ def _script(answers: list[dict[str, object]]) -> list[dict[str, object]]:
     return script
 
 
+def _roadless(error: BaseException) -> str:
+    """``error``'s message with the async method it names read as its blocking twin's: an
+    error names the method the caller used, and is otherwise the same on both roads."""
+    return re.sub(r"\ba(run|resume)\(", r"\1(", str(error))
+
+
 def _drive(script: list[dict[str, object]], limits: Limits, asynchronous: bool) -> object:
     view = _twin_registry().view()
     policy = ApprovalPolicy(view)
@@ -234,7 +241,7 @@ def _drive(script: list[dict[str, object]], limits: Limits, asynchronous: bool) 
             result = gateway.run(composer, view, policy=policy, request_id="req", limits=limits)
         ending = (result.text, result.turns, result.usage, len(result.outcomes))
     except VeridicError as error:
-        ending = (type(error).__name__, getattr(error, "limit", None), str(error))
+        ending = (type(error).__name__, getattr(error, "limit", None), _roadless(error))
     calls = [replace(record, time=0.0) for record in log.records()]
     replies = [replace(record, latency=0.0, call_id="") for record in log.replies()]
     tools = [

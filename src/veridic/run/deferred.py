@@ -1345,12 +1345,18 @@ def _no(request: ApprovalRequest) -> bool:
     return False
 
 
-def answered(paused: PausedRun, answers: object) -> dict[str, bool]:
+def answered(paused: PausedRun, answers: object, road: str = "resume") -> dict[str, bool]:
     """``answers`` keyed by call id, each checked: a bool, for an approval of ``paused``.
 
     A key is an approval's ``call_id`` or its :attr:`~PendingApproval.digest`; a
     digest binds the answer to what the user was shown, so one that no approval
-    has (the paused run changed in storage since) is refused, loudly.
+    has (the paused run changed in storage since) is refused, loudly. A key of a
+    digest's shape (64 hex digits) is read as a digest only, never as a call id:
+    whoever writes where the run is kept could give another call the digest the
+    dialog showed as its id, and the user's yes to that approval, read as that call's,
+    ran what they never saw (its approval rewritten to match). A provider whose call ids
+    have that shape has its calls answered by digest. ``road`` is the gateway's method
+    the caller used (``"resume"``, ``"aresume"``), which the errors name.
 
     Raises:
         VeridicError: ``answers`` is no mapping, an answer is not a bool, a key
@@ -1358,38 +1364,56 @@ def answered(paused: PausedRun, answers: object) -> dict[str, bool]:
     """
     if not isinstance(answers, Mapping):
         raise VeridicError(
-            f"resume(answers=...) got a {type(answers).__name__}: pass a mapping of each "
+            f"{road}(answers=...) got a {type(answers).__name__}: pass a mapping of each "
             "approval's digest (or call_id) to True (approve) or False (deny)"
         )
     by_digest = {approval.digest: approval.call_id for approval in paused.approvals}
     asked = {approval.call_id for approval in paused.approvals}
     bound: dict[str, bool] = {}
     for key, answer in answers.items():
-        call_id = key if key in asked else by_digest.get(key)
-        if call_id is None:
-            if isinstance(key, str) and _DIGEST.fullmatch(key):
-                raise VeridicError(
-                    f"resume() got an answer for the approval digest {key[:12]}..., which no "
-                    "approval of the paused run has: the paused run is not the one the user "
-                    "was shown (it changed where it was kept, or the answer is of another "
-                    "run), so nothing was run; show paused.approvals again and ask anew"
-                )
-            raise VeridicError(
-                f"resume() got an answer for {clip(str(key))}, which no approval of the "
-                f"paused run names (it asks for {_asked(paused)}): answer the approvals of "
-                "paused.approvals by their digest (or call_id)"
-            )
+        call_id = _answered_call(paused, key, by_digest, asked, road)
         if not isinstance(answer, bool):
             raise VeridicError(
-                f"resume() got {answer!r} as the answer for {clip(str(key))}: pass True (the "
+                f"{road}() got {answer!r} as the answer for {clip(str(key))}: pass True (the "
                 "user approves the call) or False (the user denies it)"
             )
         if bound.setdefault(call_id, answer) is not answer:
             raise VeridicError(
-                f"resume() got two different answers for call {clip(call_id)} (by its call_id "
+                f"{road}() got two different answers for call {clip(call_id)} (by its call_id "
                 "and by its digest): pass one answer per approval"
             )
     return bound
+
+
+def _answered_call(
+    paused: PausedRun, key: object, by_digest: Mapping[str, str], asked: set[str], road: str
+) -> str:
+    """The call id an answer's ``key`` binds (see :func:`answered`): an approval's digest
+    first, a call id only when the key does not have a digest's shape."""
+    if isinstance(key, str) and _DIGEST.fullmatch(key):
+        call_id = by_digest.get(key)
+        if call_id is not None:
+            return call_id
+        taken = (
+            "; it is a call id of the paused run, but a key of a digest's shape is read as a "
+            "digest only, so that a call given the digest the dialog showed as its id cannot "
+            "take that answer (answer a call whose id has that shape by its approval's digest)"
+            if key in asked
+            else ""
+        )
+        raise VeridicError(
+            f"{road}() got an answer for the approval digest {key[:12]}..., which no "
+            "approval of the paused run has: the paused run is not the one the user "
+            "was shown (it changed where it was kept, or the answer is of another "
+            f"run), so nothing was run; show paused.approvals again and ask anew{taken}"
+        )
+    if key in asked:
+        return key
+    raise VeridicError(
+        f"{road}() got an answer for {clip(str(key))}, which no approval of the "
+        f"paused run names (it asks for {_asked(paused)}): answer the approvals of "
+        "paused.approvals by their digest (or call_id)"
+    )
 
 
 _LISTED: Final = 5
@@ -1445,13 +1469,16 @@ class ResumeSteps:
         policy: ApprovalPolicy,
         paused: PausedRun,
         answers: Mapping[str, bool],
+        road: str = "resume",
     ) -> tuple[ResumeSteps, ApprovalExpiredError | None]:
         """The steps of a resume at ``now``: :meth:`planned` under ``answers`` while they
         hold, :meth:`expired` once they do not (:func:`expiry`), with the error the caller
-        raises once the calls are recorded (``None`` while they hold)."""
+        raises once the calls are recorded (``None`` while they hold). ``road`` is the
+        gateway's method the caller used (``"resume"``, ``"aresume"``), which a refusal
+        names."""
         expired = expiry(paused, policy, now)
         if expired is None:
-            return cls.planned(calls, view, policy, paused, answers), None
+            return cls.planned(calls, view, policy, paused, answers, road), None
         return cls.expired(calls, policy, expired), expired
 
     @classmethod
@@ -1462,6 +1489,7 @@ class ResumeSteps:
         policy: ApprovalPolicy,
         paused: PausedRun,
         answers: Mapping[str, bool],
+        road: str = "resume",
     ) -> ResumeSteps:
         """The steps of ``paused``'s waiting ``calls`` under ``answers`` (keyed by call id).
 
@@ -1494,7 +1522,7 @@ class ResumeSteps:
             if stale or answer is None:
                 stop = index
                 if answer is None:  # changed since or not, it was left unanswered
-                    _check_none_behind(paused, calls[index:], answers)
+                    _check_none_behind(paused, calls[index:], answers, road)
                 break
             plans[call.id] = (policy, _yes if answer else _no)
         return cls(plans, again, calls[:stop], calls[stop:])
@@ -1524,9 +1552,13 @@ class ResumeSteps:
 
 
 def _check_none_behind(
-    paused: PausedRun, calls: Sequence[ToolCall], answers: Mapping[str, bool]
+    paused: PausedRun, calls: Sequence[ToolCall], answers: Mapping[str, bool], road: str
 ) -> None:
-    """Refuse answers for ``calls`` after the first, which waits unanswered (see ResumeSteps)."""
+    """Refuse answers for ``calls`` after the first, which waits unanswered (see ResumeSteps).
+
+    The first is named even when no approval of the paused run asks for it (it needs the
+    user's approval now, and none was asked for): the message named none of the calls then.
+    """
     given = [index for index, call in enumerate(calls) if call.id in answers]
     if not given:
         return
@@ -1534,9 +1566,9 @@ def _check_none_behind(
     behind = calls[given[-1]]
     unanswered = [
         call.id for call in calls[: given[-1]] if call.id in asked and call.id not in answers
-    ]
+    ] or [calls[0].id]
     raise VeridicError(
-        f"resume() got an answer for call {clip(behind.id)} ({clip(behind.name)}) of the paused "
+        f"{road}() got an answer for call {clip(behind.id)} ({clip(behind.name)}) of the paused "
         f"run of request {clip(str(paused.request_id))}, and no answer for "
         f"{', '.join(clip(call_id) for call_id in unanswered)}, which the model asked for "
         "before it: "

@@ -72,11 +72,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import overload
+from typing import Generic, overload
 
 from veridic._words import a_type
-from veridic.errors import AuditWriteError, VeridicError
+from veridic.errors import ApprovalExpiredError, AuditWriteError, VeridicError
 from veridic.providers._base import Adapter
 from veridic.providers._raw import araw_events, not_a_stream, raw_events
 from veridic.run import telemetry as _telemetry
@@ -109,7 +110,13 @@ from veridic.run._sending import (
     nothing,
 )
 from veridic.run.approval import ApprovalPolicy, Confirm
-from veridic.run.audit import AsyncAuditSink, AuditSink, ModelCallRecord, ModelReplyRecord
+from veridic.run.audit import (
+    AsyncAuditSink,
+    AuditRecord,
+    AuditSink,
+    ModelCallRecord,
+    ModelReplyRecord,
+)
 from veridic.run.call_log import (
     AsyncModelCallSink,
     AsyncModelReplySink,
@@ -575,7 +582,13 @@ class ModelGateway:
         _check_request_id_length(request_id, "ModelGateway.run()")
         with _telemetry.agent(self._provider, request_id, resumed=False) as span:
             state = _Run(
-                composer, limits, output_type, request_id, context=context, clock=self._clock
+                composer,
+                limits,
+                output_type,
+                request_id,
+                context=context,
+                clock=self._clock,
+                road="run",
             )
             return span.ran(self._loop(state, view, policy, confirm, defer))
 
@@ -608,7 +621,12 @@ class ModelGateway:
             done: list[ToolOutcome] = []
             try:
                 self._run_calls(
-                    "run()", reply, calls, lambda call: (policy, confirm), state.context, done
+                    f"{state.road}()",
+                    reply,
+                    calls,
+                    lambda call: (policy, confirm),
+                    state.context,
+                    done,
                 )
             except BaseException as error:
                 state.broken(reply, done, error)
@@ -720,7 +738,8 @@ class ModelGateway:
             ApprovalExpiredError: the answers came later than
                 ``policy.approvals_expire_after`` after the pause, the paused run is
                 dated in the future, or it does not say when it paused (nothing runs;
-                see above).
+                see above). Checked before the send after the calls is: an expired run
+                sends nothing, and a refusal of that send is a note on this error.
             RunLimitError: the paused run had spent more turns, tool calls or
                 tokens than ``limits`` allow (nothing runs; resume it again with
                 the limits it was started with: leave ``limits`` out).
@@ -734,8 +753,9 @@ class ModelGateway:
                 store the run wrote to, so it could not tell), or the
                 audit store cannot be asked for a request's records, or the send
                 after the calls would refuse the composer's system part, the view,
-                the client or the adapter's request (:meth:`send`'s checks, made first,
-                the request's on the prompt the first send will build; a
+                the client or the adapter's request (:meth:`send`'s checks, made first
+                on the prompt the first send will build: the system part with the fence
+                preamble, the paused conversation, the waiting calls answered as not run; a
                 :class:`~veridic.ToolCouplingError` for another view's section, or a
                 request whose tool list is not the view's):
                 nothing runs in each case, and ``composer`` is left as it was
@@ -752,34 +772,27 @@ class ModelGateway:
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
             state, reply, bound = _resumed(
-                paused, composer, view, limits, output_type, answers, context, self._clock
+                paused, composer, view, limits, output_type, answers, context, self._clock, "resume"
             )
             on_record = recorded(self._audit, paused.request_id, "resume")
-            check_not_resumed(paused, reply.tool_calls, on_record)
             asked = (
                 model_calls_kept(self._audit, paused.request_id, "resume")
                 if self._calls.sink is self._audit
                 else None
             )
-            check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
-            self._check_sendable(state, paused, reply.tool_calls, view, sync=True)
-            now = self._now()  # a pause of this resume is dated by it too
-            steps, expired = ResumeSteps.at(now, reply.tool_calls, view, policy, paused, bound)
-            check_none_async(reply.view, steps.runnable)
-            state.restore(paused)  # refused before here, the composer is as it was given
+            resuming = self._resuming(
+                state, reply, paused, bound, view, policy, on_record, asked, sync=True
+            )
+            steps = resuming.steps
             done: list[ToolOutcome] = []
             try:
                 self._run_calls("resume()", reply, steps.runnable, steps.approving, context, done)
             except BaseException as error:
                 state.broken(reply, done, error, resumed=True)
                 raise
-            state.after_resumed(done)
-            if expired is not None:
-                raise expired  # its calls are recorded denied, and answered so
-            if steps.waiting:
-                return span.ran(
-                    state.pause(reply, steps.waiting, policy, now, steps.again), since=paused
-                )
+            paused_again = resuming.after(done, policy)
+            if paused_again is not None:
+                return span.ran(paused_again, since=paused)
             try:
                 return span.ran(self._loop(state, view, policy, None, True), since=paused)
             except BaseException as error:
@@ -844,7 +857,13 @@ class ModelGateway:
         _check_request_id_length(request_id, "ModelGateway.arun()")
         with _telemetry.agent(self._provider, request_id, resumed=False) as span:
             state = _Run(
-                composer, limits, output_type, request_id, context=context, clock=self._clock
+                composer,
+                limits,
+                output_type,
+                request_id,
+                context=context,
+                clock=self._clock,
+                road="arun",
             )
             return span.ran(await self._aloop(state, view, policy, confirm, defer))
 
@@ -873,11 +892,16 @@ class ModelGateway:
             try:
                 if waiting is None and all_queries(reply):
                     await self._concurrent_tools(
-                        "arun()", reply, policy, confirm, state.context, done
+                        f"{state.road}()", reply, policy, confirm, state.context, done
                     )
                 else:
                     await self._arun_calls(
-                        "arun()", reply, calls, lambda call: (policy, confirm), state.context, done
+                        f"{state.road}()",
+                        reply,
+                        calls,
+                        lambda call: (policy, confirm),
+                        state.context,
+                        done,
                     )
             except BaseException as error:
                 state.broken(reply, done, error)
@@ -931,20 +955,26 @@ class ModelGateway:
         request_id = getattr(paused, "request_id", None)
         with _telemetry.agent(self._provider, request_id, resumed=True) as span:
             state, reply, bound = _resumed(
-                paused, composer, view, limits, output_type, answers, context, self._clock
+                paused,
+                composer,
+                view,
+                limits,
+                output_type,
+                answers,
+                context,
+                self._clock,
+                "aresume",
             )
             on_record = await arecorded(self._audit, paused.request_id, "aresume")
-            check_not_resumed(paused, reply.tool_calls, on_record)
             asked = (
                 await amodel_calls_kept(self._audit, paused.request_id, "aresume")
                 if self._calls.sink is self._audit
                 else None
             )
-            check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
-            self._check_sendable(state, paused, reply.tool_calls, view, sync=False)
-            now = self._now()  # a pause of this resume is dated by it too
-            steps, expired = ResumeSteps.at(now, reply.tool_calls, view, policy, paused, bound)
-            state.restore(paused)  # refused before here, the composer is as it was given
+            resuming = self._resuming(
+                state, reply, paused, bound, view, policy, on_record, asked, sync=False
+            )
+            steps = resuming.steps
             done: list[ToolOutcome] = []
             try:
                 await self._arun_calls(
@@ -953,13 +983,9 @@ class ModelGateway:
             except BaseException as error:
                 state.broken(reply, done, error, resumed=True)
                 raise
-            state.after_resumed(done)
-            if expired is not None:
-                raise expired  # its calls are recorded denied, and answered so
-            if steps.waiting:
-                return span.ran(
-                    state.pause(reply, steps.waiting, policy, now, steps.again), since=paused
-                )
+            paused_again = resuming.after(done, policy)
+            if paused_again is not None:
+                return span.ran(paused_again, since=paused)
             try:
                 return span.ran(await self._aloop(state, view, policy, None, True), since=paused)
             except BaseException as error:
@@ -1026,6 +1052,55 @@ class ModelGateway:
         writes(self._audit, f"ModelGateway.{where}", sync=True)
         self._calls.blocking(where)
 
+    def _resuming(
+        self,
+        state: _Run[OutputT],
+        reply: Reply,
+        paused: PausedRun,
+        bound: Mapping[str, bool],
+        view: ToolView,
+        policy: ApprovalPolicy,
+        on_record: Sequence[AuditRecord],
+        asked: Sequence[ModelCallRecord] | None,
+        *,
+        sync: bool,
+    ) -> _Resuming[OutputT]:
+        """Every check of a resume once its store was read (``on_record``, the request's
+        audit records; ``asked``, its model calls where the gateway keeps them there), made
+        before any waiting call runs, and the paused conversation put on the composer.
+
+        One account for :meth:`resume` and :meth:`aresume`, which differ only in how they
+        read the store and run the calls. The order is what the user must learn first:
+        that the paused run was resumed already, or that its store cannot tell; then
+        whether the answers came in time (:meth:`ResumeSteps.at
+        <veridic.run.deferred.ResumeSteps.at>`, by the clock's one reading, which dates a
+        pause of this resume too), since an expired run runs none of its calls whatever
+        else is wrong; then whether the send after the calls would be refused
+        (:meth:`_check_sendable`). An expired run sends nothing: a refusal of its next
+        send is told in a note on the :class:`~veridic.ApprovalExpiredError` (the run of
+        the composer that asks the user anew would meet it), and its calls are recorded
+        denied through the resume's own path.
+        """
+        check_not_resumed(paused, reply.tool_calls, on_record)
+        check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
+        now = self._now()
+        calls = reply.tool_calls
+        steps, expired = ResumeSteps.at(now, calls, view, policy, paused, bound, state.road)
+        try:
+            self._check_sendable(state, paused, calls, view, sync=sync)
+        except VeridicError as refused:
+            if expired is None:
+                raise
+            expired.add_note(
+                "the request a run of this composer sends next would be refused too, as the "
+                f"check of it found ({type(refused).__name__}: {refused}): mend that before "
+                "the run that asks the user anew"
+            )
+        if sync:
+            check_none_async(reply.view, steps.runnable)
+        state.restore(paused)  # refused before here, the composer is as it was given
+        return _Resuming(state, reply, steps, expired, now)
+
     def _check_sendable(
         self,
         state: _Run[OutputT],
@@ -1042,18 +1117,17 @@ class ModelGateway:
         A resume runs the approved calls first and sends after them: a system part with
         another view's capability section, a client of the other kind, or an adapter whose
         request edits the tool list, was refused at that send, after a write had run and
-        the paused run was spent. These are the send path's own checks: of the system part,
-        the view and the client (:func:`~veridic.run._sending.check_system_part`) on the
-        prompt the system part makes alone (the paused conversation restored after it adds
-        no system text but the fence preamble its blocks need, veridic's own), and of the
-        adapter's request (:func:`~veridic.run._sending.check_request`) on the prompt the
-        first send will build, the waiting calls answered with empty results
-        (:meth:`_Run.next_prompt`). A check that turns on what a result says cannot be
-        made before the call runs; none of the send path's does.
+        the paused run was spent. These are the send path's own checks
+        (:func:`~veridic.run._sending.check_system_part`,
+        :func:`~veridic.run._sending.check_request`), made on the prompt the first send
+        will build (:meth:`_Run.next_prompt`): the system part with the fence preamble the
+        restored blocks need, the paused conversation, and the waiting calls answered with
+        stand-ins. A check that turns on what a result says cannot be made before the call
+        runs; none of the send path's does.
         """
-        composer = state.composer
-        check_system_part(self._provider, composer.build(), view, paused.request_id, sync=sync)
-        check_request(self._provider, state.next_prompt(paused, waiting), view, None)
+        prompt = state.next_prompt(paused, waiting)
+        check_system_part(self._provider, prompt, view, paused.request_id, sync=sync)
+        check_request(self._provider, prompt, view, None)
 
     def _prepare(
         self,
@@ -1092,6 +1166,38 @@ class ModelGateway:
         )
         await write_call(record)
         return sent.leaving(aanswered=write_reply)
+
+
+@dataclass(frozen=True, slots=True)
+class _Resuming(Generic[OutputT]):
+    """A resume whose checks passed (:meth:`ModelGateway._resuming`), its calls about to run:
+    what :meth:`ModelGateway.resume` and ``aresume`` do once they ran, written once."""
+
+    state: _Run[OutputT]
+    reply: Reply
+    steps: ResumeSteps
+    expired: ApprovalExpiredError | None
+    now: datetime
+    """The clock's reading that measured the answers' age; it dates a pause of this resume."""
+
+    def after(
+        self, done: Sequence[ToolOutcome], policy: ApprovalPolicy
+    ) -> RunResult[OutputT] | None:
+        """Answer the calls that ran on the composer; then raise the expiry (the calls are
+        recorded denied, and answered so), or pause again at the first call left waiting.
+        ``None``: every waiting call is answered, and the run goes on.
+
+        Raises:
+            ApprovalExpiredError: the answers came too late (see :meth:`ModelGateway.resume`).
+        """
+        self.state.after_resumed(done)
+        if self.expired is not None:
+            raise self.expired
+        if self.steps.waiting:
+            return self.state.pause(
+                self.reply, self.steps.waiting, policy, self.now, self.steps.again
+            )
+        return None
 
 
 def _traced(span: _telemetry.ChatSpan, sent: Sent) -> None:

@@ -10,6 +10,7 @@ here once. :class:`Limits` is what a caller bounds a run with and
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -46,8 +47,13 @@ from veridic.text.provenance import untrusted
 from veridic.tools.view import ToolView
 
 _SHA256: Final = re.compile(r"[0-9a-f]{64}")
-_NO_RESULT: Final = untrusted("", source="veridic: the check of a resume's next request")
-"""The result each waiting call has in :meth:`_Run.next_prompt`, which is never sent."""
+_NOT_RUN: Final = untrusted(
+    "This call has not run yet: veridic checks the request a resume will send before it "
+    "runs the calls that wait.",
+    source="veridic: the check of a resume's next request",
+)
+"""The stand-in result of each waiting call in :meth:`_Run.next_prompt`, which is never
+sent: it says what it is to whoever logs the requests an adapter makes."""
 
 OutputT = TypeVar("OutputT")
 """The pydantic model a run's last answer is validated as (checked when the run starts)."""
@@ -109,6 +115,7 @@ class _Run(Generic[OutputT]):
         "ran_before_pause",
         "request_id",
         "retries",
+        "road",
         "started",
         "turns",
         "unsaid",
@@ -126,16 +133,21 @@ class _Run(Generic[OutputT]):
         *,
         context: object = None,
         clock: Callable[[], float] = time.time,
+        road: str,
     ) -> None:
         if not isinstance(composer, Composer):
             raise VeridicError(
-                f"run() needs the Composer of the conversation, got {type(composer).__name__}: "
-                "pass Composer().system(...).user(...); the run appends every turn to it"
+                f"{road}() needs the Composer of the conversation, got "
+                f"{type(composer).__name__}: pass Composer().system(...).user(...); the run "
+                "appends every turn to it"
             )
         if not isinstance(limits, Limits):
             raise VeridicError(
-                f"run(limits={limits!r}): pass Limits(turns=..., tool_calls=..., seconds=...)"
+                f"{road}(limits={limits!r}): pass Limits(turns=..., tool_calls=..., seconds=...)"
             )
+        # The gateway's method the caller used ("run", "arun", "resume", "aresume"): what
+        # the run's errors name, the loop after a resume included.
+        self.road = road
         self.composer = composer
         self.limits = limits
         self.output_type = output_type
@@ -166,20 +178,25 @@ class _Run(Generic[OutputT]):
         self.composer.restore(paused.conversation)
 
     def next_prompt(self, paused: PausedRun, waiting: Sequence[ToolCall]) -> Prompt:
-        """The prompt a resume of ``paused`` first sends, but for the waiting calls' results
-        (empty here): what the adapter's request is checked on before any of them runs.
+        """The prompt the first send of a resume of ``paused`` builds, but for what the
+        waiting calls' results say: what every check of that send is made on before any of
+        them runs.
 
-        Built apart: the composer is left as it was given until every check passed. Its
-        system message is the composer's system part without the fence preamble that the
-        restored blocks add (veridic's own text, a system message of its own in the scratch
-        composer, which holds no system part), so the turns follow it as they will.
+        Built on a copy of the composer, which is left as it was given until every check
+        passed: its system part, the paused conversation restored after it, and each
+        waiting call answered in order, as :meth:`after_resumed` will. So the system message
+        holds the fence preamble the restored blocks need, as the send's does (a system part
+        that places one for other data modes is refused here, not after the calls ran), and
+        no stand-in result says its call succeeded: none has run (``error=True``, as for a
+        call that did not succeed). What a result will say cannot be known before its call
+        runs; no check of the send turns on it.
         """
-        system = self.composer.build().messages[:1]
-        scratch = Composer(data_mode=self.composer.data_mode).restore(paused.conversation)
+        # The composer holds only its system part (_resumed checked it): a deep copy is that
+        # part (trusted text copies as itself) and an empty conversation, to restore into.
+        scratch = copy.deepcopy(self.composer).restore(paused.conversation)
         for call in waiting:
-            scratch.tool_result(call.id, _NO_RESULT)
-        turns = tuple(message for message in scratch.build().messages if message.role != "system")
-        return Prompt(system + turns)
+            scratch.tool_result(call.id, _NOT_RUN, error=True)
+        return scratch.build()
 
     def before_turn(self) -> Prompt:
         limits = self.limits
@@ -243,7 +260,7 @@ class _Run(Generic[OutputT]):
         rest dropped) with the composer's error in place of the run's.
         """
         self.invalid = ""  # an answer came (the retry asked for, if any): checked first
-        _check_whole(reply, "run()")
+        _check_whole(reply, f"{self.road}()")
         earlier = _call_ids(prompt)
         problems = [
             f"a call without a tool name (call {clip(call.id)})"
@@ -650,7 +667,7 @@ def _texts(value: object) -> list[str]:
     return found
 
 
-def _check_spent(paused: PausedRun, limits: Limits) -> None:
+def _check_spent(paused: PausedRun, limits: Limits, road: str) -> None:
     """Refuse, before anything runs, a resume whose limits the paused run had passed already.
 
     A run does not run the calls of an answer that takes it past ``tool_calls``
@@ -666,7 +683,7 @@ def _check_spent(paused: PausedRun, limits: Limits) -> None:
     """
     if not isinstance(limits, Limits):
         raise VeridicError(
-            f"resume(limits={limits!r}): pass Limits(turns=..., tool_calls=..., seconds=...)"
+            f"{road}(limits={limits!r}): pass Limits(turns=..., tool_calls=..., seconds=...)"
         )
     tokens = None if paused.usage is None else paused.usage.total_tokens
     spent = [
@@ -706,6 +723,7 @@ def _resumed(
     answers: Mapping[str, bool],
     context: object,
     clock: Callable[[], float],
+    road: str,
 ) -> tuple[_Run[OutputT], Reply, dict[str, bool]]:
     """The run state and the waiting calls of ``paused``, and the answers keyed by call id
     (:func:`~veridic.run.deferred.answered`), each checked.
@@ -714,11 +732,12 @@ def _resumed(
     (:meth:`_Run.restore`) once its own checks passed too, so that a refused resume can be
     tried again with the same composer. ``given`` is the resume's ``limits``; ``None``,
     those the paused run ran under. ``clock`` is the gateway's, which dates a pause of the
-    resumed run.
+    resumed run; ``road`` the method the caller used (``"resume"``, ``"aresume"``), which
+    the errors name.
     """
     if paused is None:
         raise VeridicError(
-            "resume() got None for the paused run, which is what store.claim_paused("
+            f"{road}() got None for the paused run, which is what store.claim_paused("
             "request_id) gives once the run was claimed already (a double click, or another "
             "host, took it and resumed it) or was never saved: nothing is left to resume, and "
             "nothing ran; tell the user the answer was taken, and resume only a PausedRun "
@@ -726,19 +745,20 @@ def _resumed(
         )
     if not isinstance(paused, PausedRun) or not isinstance(composer, Composer):
         raise VeridicError(
-            f"resume() needs a PausedRun and a Composer, got {type(paused).__name__} and "
+            f"{road}() needs a PausedRun and a Composer, got {type(paused).__name__} and "
             f"{type(composer).__name__}: pass PausedRun.from_json(saved) and a Composer holding "
             "the system part built from code"
         )
     held = len(composer.conversation())
     if held:
         raise VeridicError(
-            f"resume() got a composer that already holds {counted(held, 'turn')} (the paused run's "
-            "own, perhaps): the paused run brings its conversation, which resume() puts after "
+            f"{road}() got a composer that already holds {counted(held, 'turn')} (the paused "
+            f"run's own, perhaps): the paused run brings its conversation, which {road}() puts "
+            "after "
             "the system part; pass a composer holding only that part, built from code for "
             "this request as for the first (Composer().system(...)); nothing ran"
         )
-    bound = answered(paused, answers)
+    bound = answered(paused, answers, road)
     asked = {approval.call_id for approval in paused.approvals}
     for digest in (paused.prompt_sha256, paused.tools_sha256):
         if not _SHA256.fullmatch(digest):
@@ -747,7 +767,7 @@ def _resumed(
                 "written by PausedRun.to_json(); resume only what a run returned"
             )
     limits = given if given is not None else paused.limits or Limits()
-    _check_spent(paused, limits)
+    _check_spent(paused, limits, road)
     # Checked on a copy: a resume refused here or by the gateway's checks after this leaves
     # the caller's composer as it was given, to resume with again (_Run.restore).
     scratch = Composer(data_mode=composer.data_mode).restore(paused.conversation)
@@ -789,6 +809,7 @@ def _resumed(
         len(waiting),
         context=context,
         clock=clock,
+        road=road,
     )
     # The waiting calls are the unanswered ones of the paused answer (the last turn with
     # calls); its others ran before the pause, and are answered in the conversation.
