@@ -317,19 +317,19 @@ class _CountingText(str):
 
     read = 0
 
-    def find(self, sub: str, start: Any = None, end: Any = None) -> int:  # type: ignore[override]  # str's own signature, counted
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:
         found = super().find(sub, start, end)
         begin = 0 if start is None else start
         _CountingText.read += (len(self) if found == -1 else found + len(sub)) - begin
         return found
 
-    def rfind(self, sub: str, start: Any = None, end: Any = None) -> int:  # type: ignore[override]  # str's own signature, counted
+    def rfind(self, sub: str, start: Any = None, end: Any = None) -> int:
         found = super().rfind(sub, start, end)
         stop = len(self) if end is None else end
         _CountingText.read += stop - (found if found != -1 else (start or 0))
         return found
 
-    def __getitem__(self, key: Any) -> str:  # type: ignore[override]  # str's own signature, counted
+    def __getitem__(self, key: Any) -> str:
         taken = super().__getitem__(key)
         _CountingText.read += len(taken)
         return taken
