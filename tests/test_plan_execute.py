@@ -4,6 +4,7 @@ did not is said, on the sync and the async road alike."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import Any
 
 import pytest
@@ -547,3 +548,106 @@ def test_a_context_a_later_step_cannot_take_is_refused_before_any_step_runs(road
     assert "ToolContext[Session]" in str(raised.value)
     assert site.ran == []
     assert audit.records(request_id="req-plan") == ()
+
+
+class _AsyncConfirm:
+    """A confirm object whose ``__call__`` is a coroutine function."""
+
+    async def __call__(self, request: object) -> bool:
+        return True
+
+
+async def _async_confirm(request: object, answer: bool = True) -> bool:
+    return answer
+
+
+@pytest.mark.parametrize(
+    "confirm",
+    [_async_confirm, functools.partial(_async_confirm, answer=True), _AsyncConfirm()],
+    ids=["async def", "partial", "async __call__"],
+)
+def test_an_async_confirm_on_the_sync_road_is_refused_before_any_step_runs(
+    confirm: Any,
+) -> None:
+    # Found only at the first step the user was asked about: the steps before it had run,
+    # that step was recorded denied, and the plan stopped half-way with a misuse error.
+    site = Site()
+    policy = ApprovalPolicy(site.view)
+    policy.allow_always("make")
+    policy.ask("interrupt")
+    steps: list[dict[str, object]] = [
+        *_steps(2),
+        {"id": "asked", "tool": "interrupt", "arguments": {"name": "x"}, "depends_on": ["s1"]},
+    ]
+    audit = SQLiteAuditSink(":memory:")
+    with pytest.raises(VeridicError, match=r"await aexecute_plan") as raised:
+        execute_plan(
+            site.view,
+            normalize_plan(steps, site.view),
+            policy=policy,
+            audit=audit,
+            request_id="req-plan",
+            prompt=PROMPT,
+            confirm=confirm,
+        )
+    assert "nothing ran" in str(raised.value)
+    assert site.ran == []
+    assert audit.records(request_id="req-plan") == ()
+
+
+_BEHAVIOURS = st.sampled_from(["ok", "fails", "refused by the user", "odd answer"])
+
+
+def _projected(run: PlanRun) -> tuple[object, ...]:
+    """What a PlanRun says, without what differs between two runs (record ids, times)."""
+    return (
+        [
+            (
+                step.id,
+                result.outcome,
+                result.value,
+                result.record.approval,
+                result.record.detail,
+                result.record.call_id,
+            )
+            for step, result in run.ran
+        ],
+        [step.id for step in run.not_run],
+        None if run.stopped_at is None else run.stopped_at.id,
+        run.complete,
+        run.notice,
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(behaviours=st.lists(_BEHAVIOURS, max_size=6), chain=st.booleans())
+def test_the_sync_and_the_async_road_give_the_same_plan_run(
+    behaviours: list[str], chain: bool
+) -> None:
+    # The two roads were written twice; a change to one (when to stop, what to record)
+    # would not have reached the other.
+    def answer(request: Any) -> Any:  # "yes" too: only True confirms
+        said = behaviours[int(request.arguments["name"][1:])]
+        return {"refused by the user": False, "odd answer": "yes"}.get(said, True)
+
+    async def async_answer(request: Any) -> Any:
+        return answer(request)
+
+    fails = frozenset(f"n{i}" for i, said in enumerate(behaviours) if said == "fails")
+    runs = []
+    for road in ("sync", "async"):
+        site = Site(fails=fails)
+        policy = ApprovalPolicy(site.view)  # every step is asked about
+        plan = normalize_plan(_steps(len(behaviours), chain=chain), site.view)
+        given_to: dict[str, Any] = {
+            "policy": policy,
+            "audit": SQLiteAuditSink(":memory:"),
+            "request_id": "req-plan",
+            "prompt": PROMPT,
+        }
+        if road == "sync":
+            run = execute_plan(site.view, plan, confirm=answer, **given_to)
+        else:
+            run = asyncio.run(aexecute_plan(site.view, plan, confirm=async_answer, **given_to))
+        runs.append((_projected(run), site.ran))
+    assert runs[0] == runs[1]

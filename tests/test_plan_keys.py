@@ -162,6 +162,8 @@ def test_step_ids_that_only_look_the_same_are_refused_escaped(first: str, second
         {"id": first, "tool": "create_webhook", "arguments": {"name": "a"}},
         {"id": second, "tool": "test_dispatch", "arguments": {"webhook": "b"}},
     ]
-    with pytest.raises(PlanError, match="differ only in case, spacing or Unicode form") as caught:
+    with pytest.raises(
+        PlanError, match="differ only in case, spacing, invisible characters or Unicode form"
+    ) as caught:
         normalize_plan(steps, view)
     assert ascii(second) in str(caught.value)

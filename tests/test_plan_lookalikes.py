@@ -3,9 +3,17 @@ notice escape every character of a model-written name outside ASCII."""
 
 from __future__ import annotations
 
+import ast
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from veridic import (
     ApprovalPolicy,
     Composer,
+    PlanError,
     Registry,
     SQLiteAuditSink,
     ToolError,
@@ -80,3 +88,124 @@ def test_a_look_alike_step_id_is_escaped_in_a_plan_runs_notice() -> None:
         prompt=Composer().system(instruction("You build webhooks.")).build(),
     )
     assert run.notice.startswith("The plan stopped at step '\\u04551' (create_webhook)")
+
+
+# --- a clipped name ends where an escape ends ------------------------------------------------
+
+_ESCAPED = st.text(
+    alphabet=st.sampled_from(["a", "Z", "_", "'", '"', "\\", "\n", "\x80", "é", CYRILLIC_ES, "😀"]),
+    min_size=44,  # long enough to be clipped
+    max_size=80,
+)
+_CLIPPED = re.compile(r"- (['\"])(.*?)…\1 \((\d+) chars\) \(step a\)")
+
+
+@settings(max_examples=300, deadline=None)
+@given(tail=_ESCAPED)
+def test_a_clipped_name_in_the_notice_never_ends_in_half_an_escape(tail: str) -> None:
+    # Clipped by its escaped text, 'x\u0441\u04…' showed an escape cut in two (and a name
+    # quoted with " was closed with ').
+    name = f"x{CYRILLIC_ES}{tail}"
+    plan = normalize_plan([{"id": "a", "tool": name, "arguments": {}}], _view())
+    line = plan.notice.splitlines()[1]
+    clipped = _CLIPPED.match(line)
+    assert clipped is not None, line
+    quote, body, length = clipped.groups()
+    shown = ast.literal_eval(quote + body + quote)
+    assert name.startswith(shown)
+    assert int(length) == len(name)
+
+
+# --- ids a reader cannot tell apart ------------------------------------------------------------
+
+_INVISIBLE = ["\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\ufe0f", "\u034f", "\U000e0041"]
+
+
+@pytest.mark.parametrize("invisible", _INVISIBLE)
+def test_ids_that_differ_by_an_invisible_character_refuse_the_plan(invisible: str) -> None:
+    # NFKC keeps a zero-width space: "step_1" and "step_\u200b1" were two steps, and a
+    # reader of the plan saw two steps of one id.
+    steps = [
+        {"id": "step_1", "tool": "create_webhook", "arguments": {"name": "x"}},
+        {"id": f"step_{invisible}1", "tool": "create_webhook", "arguments": {"name": "y"}},
+    ]
+    with pytest.raises(PlanError, match="cannot tell them apart"):
+        normalize_plan(steps, _view())
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    step_id=st.text(alphabet="abcxyz_019 ", min_size=1, max_size=10).filter(str.strip),
+    at=st.integers(min_value=0, max_value=10),
+    change=st.sampled_from([*_INVISIBLE, "fullwidth", "case", "space"]),
+)
+def test_an_id_a_reader_sees_as_another_refuses_the_plan(
+    step_id: str, at: int, change: str
+) -> None:
+    if change == "fullwidth":
+        twin = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in step_id)
+    elif change == "case":
+        twin = step_id.swapcase()
+    elif change == "space":
+        twin = step_id.replace(" ", "  ") if " " in step_id.strip() else f" {step_id}"
+    else:
+        at = min(at, len(step_id))
+        twin = step_id[:at] + change + step_id[at:]
+    if twin == step_id:
+        return
+    steps = [
+        {"id": step_id, "tool": "create_webhook", "arguments": {"name": "x"}},
+        {"id": twin, "tool": "create_webhook", "arguments": {"name": "y"}},
+    ]
+    with pytest.raises(PlanError, match="cannot tell them apart"):
+        normalize_plan(steps, _view())
+
+
+def test_a_placeholder_naming_a_step_with_an_invisible_character_is_refused() -> None:
+    steps = [
+        {"id": "step_4", "tool": "create_webhook", "arguments": {"name": "x"}},
+        {
+            "id": "step_6",
+            "tool": "create_webhook",
+            "arguments": {"name": "{{ step_\u200b4.output }}"},
+        },
+    ]
+    with pytest.raises(PlanError, match="refers to the output of step 'step_4'"):
+        normalize_plan(steps, _view())
+
+
+def test_ids_in_other_scripts_that_differ_plainly_are_kept() -> None:
+    # Only a confusables table tells "s1" from a Cyrillic "\u04551" (kept, and shown
+    # escaped); ids that differ in letters of one script are different ids.
+    steps = [
+        {"id": "\u0448\u0430\u0433_\u0430", "tool": "create_webhook", "arguments": {"name": "x"}},
+        {"id": "\u0448\u0430\u0433_\u0431", "tool": "create_webhook", "arguments": {"name": "y"}},
+        {"id": f"{CYRILLIC_DZE}1", "tool": "create_webhook", "arguments": {"name": "v"}},
+        {"id": "s1", "tool": "create_webhook", "arguments": {"name": "u"}},
+        {"id": "café", "tool": "create_webhook", "arguments": {"name": "z"}},
+        {"id": "cafe", "tool": "create_webhook", "arguments": {"name": "w"}},
+    ]
+    assert normalize_plan(steps, _view()).complete
+
+
+# Default_Ignorable_Code_Point in DerivedCoreProperties-14.0.0.txt, as the file lists it (and
+# as tests/test_attack_fences.py holds the fences to it).
+DEFAULT_IGNORABLE_14 = (
+    "00AD 034F 061C 115F..1160 17B4..17B5 180B..180D 180E 180F 200B..200F 202A..202E "
+    "2060..2064 2065 2066..206F 3164 FE00..FE0F FEFF FFA0 FFF0..FFF8 1BCA0..1BCA3 "
+    "1D173..1D17A E0000 E0001 E0002..E001F E0020..E007F E0080..E00FF E0100..E01EF "
+    "E01F0..E0FFF"
+)
+
+
+def test_every_default_ignorable_character_is_folded_out_of_an_id() -> None:
+    points: list[str] = []
+    for item in DEFAULT_IGNORABLE_14.split():
+        first, _, last = item.partition("..")
+        points.extend(chr(p) for p in range(int(first, 16), int(last or first, 16) + 1))
+    steps = [
+        {"id": "s1", "tool": "create_webhook", "arguments": {"name": "x"}},
+        {"id": "s" + "".join(points) + "1", "tool": "create_webhook", "arguments": {"name": "y"}},
+    ]
+    with pytest.raises(PlanError, match="cannot tell them apart"):
+        normalize_plan(steps, _view())

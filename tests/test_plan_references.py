@@ -206,3 +206,150 @@ def test_no_braces_around_a_placeholder_hide_it(before: str, after: str, form: s
     # stops at an opener no closer follows must still find the placeholder.
     with pytest.raises(PlanError, match=r"refers to the output of step 'step_4'"):
         normalize_plan(_plan(before + form % "step_4.output" + after), _view())
+
+
+# --- every form a model writes a placeholder in ---------------------------------------------
+
+_OTHER_FORMS = [
+    "$step_4.output",
+    "$steps.step_4.output",
+    "$step_4['output']",
+    "{step_4.output}",
+    "{ step_4.output }",
+    "{steps[step_4].output}",
+    "<step_4.output>",
+    "< step_4.output.password >",
+    "%(step_4)s",
+    "%(step_4.output)s",
+    "pw-%(step_4)d-x",
+]
+
+
+@pytest.mark.parametrize("password", _OTHER_FORMS)
+def test_a_placeholder_in_another_form_refuses_the_plan(password: str) -> None:
+    # Each passed normalize_plan(): the tool got the text, a user created with the password
+    # "$step_4.output".
+    with pytest.raises(PlanError, match=r"arguments\.password = .* refers to the output of step"):
+        normalize_plan(_plan(password), _view())
+
+
+@pytest.mark.parametrize("placeholder", ["{{ step_4.output }}", "$step_4.output", "%(step_4)s"])
+def test_a_placeholder_in_a_mapping_key_refuses_the_plan(placeholder: str) -> None:
+    # The tool reads its keys as data too: {"<placeholder>": [...]} reached it as written.
+    with pytest.raises(PlanError, match=r"a key .* in arguments\.meta, which refers to the output"):
+        normalize_plan(_plan("s3cret", {placeholder: ["x"]}), _view())
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        {"$ref": ["step_4"]},
+        {"$ref": ["#/definitions/x", "#/steps/step_4/output"]},
+        {"$ref": [["step_4.output"]]},
+        {"$ref": {"step": "step_4"}},
+    ],
+)
+def test_a_json_reference_holding_a_list_that_names_a_step_refuses_the_plan(
+    reference: object,
+) -> None:
+    with pytest.raises(PlanError, match=r"refers to the output of step 'step_4'"):
+        normalize_plan(_plan("s3cret", {"roles": [reference]}), _view())
+
+
+@pytest.mark.parametrize(
+    "password",
+    [
+        "${{ steps.build.outputs.sha }}",  # GitHub Actions, naming no step of this plan
+        "run step 4, then step_4 again",  # prose
+        "costs $1.50 and $step_4",  # a price, and a bare dollar
+        "{step_4}",  # a brace around a bare id: Python's str.format of a word
+        '{"step_4": 1}',  # JSON text
+        "<step_4>",  # markup
+        "<ann@step_4.test>",  # an address
+        "%(asctime)s %(message)s",  # a logging format naming no step
+        "$HOME/step_4.output",  # a path under a variable naming no step
+    ],
+)
+def test_text_in_those_forms_naming_no_step_is_kept(password: str) -> None:
+    plan = normalize_plan(_plan(password), _view())
+    assert plan.complete
+    assert plan.steps[1].arguments["password"] == password
+
+
+_SPACE = st.sampled_from(["", " ", "  ", "\t"])
+_ACCESSOR = st.sampled_from([".output", ".result.id", "['output']", '["value"]', ".out[0]"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    step_id=_IDS.filter(lambda text: text[0].isalpha()),
+    accessor=_ACCESSOR,
+    inner=_SPACE,
+    form=st.sampled_from(["{{%s}}", "${%s}", "{%s}", "<%s>", "%%(%s)s", "$%s"]),
+    before=st.sampled_from(["", "pw-", "a $ b { c < d ", "}}>"]),
+    as_key=st.booleans(),
+)
+def test_every_wrapper_and_spacing_naming_a_step_is_refused(
+    step_id: str, accessor: str, inner: str, form: str, before: str, as_key: bool
+) -> None:
+    # "$" takes no space after it (a price, a shell word); the other forms take any.
+    spaced = step_id + accessor if form == "$%s" else f"{inner}{step_id}{accessor}{inner}"
+    placeholder = before + form % spaced
+    steps = [
+        {"id": step_id, "tool": "create_snippet", "arguments": {"code": "x"}},
+        {
+            "id": f"{step_id}-user",
+            "tool": "create_user",
+            "arguments": {
+                "username": "ann",
+                "password": "x" if as_key else placeholder,
+                "meta": {placeholder: ["x"]} if as_key else {},
+            },
+        },
+    ]
+    with pytest.raises(PlanError, match="never puts one step's output"):
+        normalize_plan(steps, _view())
+
+
+class _CountingText(str):
+    """An argument that counts how many characters the search for placeholders reads of it:
+    each find() from where it starts to where it stops, and each slice taken."""
+
+    read = 0
+
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:
+        found = super().find(sub, start, end)
+        begin = 0 if start is None else start
+        _CountingText.read += (len(self) if found == -1 else found + len(sub)) - begin
+        return found
+
+    def rfind(self, sub: str, start: Any = None, end: Any = None) -> int:
+        found = super().rfind(sub, start, end)
+        stop = len(self) if end is None else end
+        _CountingText.read += stop - (found if found != -1 else (start or 0))
+        return found
+
+    def __getitem__(self, key: Any) -> str:
+        taken = super().__getitem__(key)
+        _CountingText.read += len(taken)
+        return taken
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        *("{{", "${", "{", "<", "$", "%(", "$a", "$a.", "{a.b", "<a.b", "%(a", "$a[", "{a[b"),
+        *("{a.b}", "<a.b>", "$a.b", "%(a)", "{{a}}"),
+    ],
+)
+def test_the_search_for_placeholders_reads_an_argument_a_bounded_number_of_times(
+    unit: str,
+) -> None:
+    # 80 kB of openers that never close, or of paths that never end: the search must read
+    # each character a bounded number of times (a quadratic search read it once per opener).
+    # Each piece a pattern is matched against is a slice, counted here, and read once.
+    text = unit * (80_000 // len(unit))
+    _CountingText.read = 0
+    plan = normalize_plan(_plan(_CountingText(text)), _view())
+    assert plan.complete
+    assert len(text) <= _CountingText.read <= 40 * len(text)

@@ -62,6 +62,7 @@ of the executor itself raises.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import logging
@@ -70,9 +71,9 @@ import threading
 import time
 import traceback
 import warnings
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Final, NoReturn
+from typing import Final, NoReturn, TypedDict
 
 from pydantic_core import to_jsonable_python
 
@@ -543,36 +544,21 @@ def execute_plan(
         VeridicError: ``plan`` is not a :class:`~veridic.NormalizedPlan`, a step's id
             is longer than 1,024 characters, a step's tool is ``async`` (use
             :func:`aexecute_plan`) or asks for a ``ToolContext[X]`` that ``context`` is
-            not, or misuse as for :func:`execute` found before the first step runs.
+            not, ``confirm`` is an ``async def`` (or an object whose ``__call__`` is
+            one: use :func:`aexecute_plan`), or misuse as for :func:`execute` found
+            before the first step runs.
             Nothing ran. A policy (a subclass) that answers outside the approval
             contract raises at that step's call, with the note below.
         BaseException: whatever :func:`execute` raised for a step (an interrupt, an
             :class:`~veridic.AuditWriteError`), with a note naming the step, the steps
             that ran before it and those that did not run.
     """
+    _refuse_async_confirm(confirm)
     running = _Running(view, plan, policy, request_id, prompt, prompt_sha256, "execute_plan")
     running.check_steps(view, context, sync=True)
-    for step in running.order:
-        try:
-            result = execute(
-                view,
-                step.tool,
-                step.arguments,
-                policy=policy,
-                audit=audit,
-                request_id=request_id,
-                confirm=confirm,
-                tools_digest=tools_digest,
-                context=context,
-                prompt=running.prompt,
-                prompt_sha256=running.prompt_sha256,
-                call_id=_call_id(step),
-            )
-        except BaseException as error:
-            running.cut(error, step)
-            raise
-        if not running.went(step, result):
-            break
+    for step, given in running.calls(view, audit, tools_digest, context):
+        with running.calling(step):
+            running.went(step, execute(**given, confirm=confirm))
     return running.run()
 
 
@@ -597,35 +583,62 @@ async def aexecute_plan(
     """
     running = _Running(view, plan, policy, request_id, prompt, prompt_sha256, "aexecute_plan")
     running.check_steps(view, context, sync=False)
-    for step in running.order:
-        try:
-            result = await aexecute(
-                view,
-                step.tool,
-                step.arguments,
-                policy=policy,
-                audit=audit,
-                request_id=request_id,
-                confirm=confirm,
-                tools_digest=tools_digest,
-                context=context,
-                prompt=running.prompt,
-                prompt_sha256=running.prompt_sha256,
-                call_id=_call_id(step),
-            )
-        except BaseException as error:
-            running.cut(error, step)
-            raise
-        if not running.went(step, result):
-            break
+    for step, given in running.calls(view, audit, tools_digest, context):
+        with running.calling(step):
+            running.went(step, await aexecute(**given, confirm=confirm))
     return running.run()
 
 
-class _Running:
-    """One plan's run: the plan checked before anything runs, the steps that ran, and
-    what the sync and the async road both say of it."""
+def _refuse_async_confirm(confirm: object) -> None:
+    """Refuse, before any step runs, a ``confirm`` that :func:`execute_plan` cannot await.
 
-    __slots__ = ("_ran", "order", "prompt", "prompt_sha256", "request_id", "where")
+    Found at its call, it left the first step it was asked about recorded denied, and the
+    plan stopped there, half-way, after the steps before it ran, with a misuse error.
+    A plain function that returns an awaitable is only found at its call, as by
+    :func:`execute`.
+    """
+    # An async def, a partial of one, or an object whose class's __call__ is one.
+    if inspect.iscoroutinefunction(confirm) or inspect.iscoroutinefunction(type(confirm).__call__):
+        named = getattr(confirm, "__qualname__", None) or type(confirm).__qualname__
+        raise VeridicError(
+            f"execute_plan() got an async confirm, {quoted(named, 60)}, which blocking code "
+            "cannot await, so nothing ran: every step the user is asked about would be "
+            "recorded denied and stop the plan there; use await aexecute_plan(...) with the "
+            "async confirm, or pass execute_plan() a plain function that returns True or False"
+        )
+
+
+class _StepCall(TypedDict):
+    """What a step is called with, on either road (all but ``confirm``, typed per road)."""
+
+    view: ToolView
+    name: str
+    arguments: Mapping[str, object]
+    policy: ApprovalPolicy
+    audit: AuditSink | AsyncAuditSink
+    request_id: str
+    prompt: Prompt | None
+    prompt_sha256: str | None
+    tools_digest: str | None
+    context: object
+    call_id: str
+
+
+class _Running:
+    """One plan's run, the one core of the sync and the async road: the plan checked before
+    anything runs, the steps to call and what with, when the plan stops, what is noted on an
+    error a step's call raised, and the :class:`PlanRun`. A road only makes each call,
+    blocking or awaited:
+
+    .. code-block:: python
+
+        for step, given in running.calls(view, audit, tools_digest, context):
+            with running.calling(step):
+                running.went(step, execute(**given, confirm=confirm))
+        return running.run()
+    """
+
+    __slots__ = ("_policy", "_ran", "order", "prompt", "prompt_sha256", "request_id", "where")
 
     def __init__(
         self,
@@ -647,6 +660,7 @@ class _Running:
         self.prompt = answered if isinstance(answered, Prompt) else None
         self.prompt_sha256 = None if isinstance(answered, Prompt) else answered
         self.order = _checked(view, plan, policy, where).ordered
+        self._policy = policy
         self._ran: list[tuple[PlanStep, CallResult]] = []
 
     def check_steps(self, view: ToolView, context: object, *, sync: bool) -> None:
@@ -685,15 +699,54 @@ class _Running:
             f"{self.where}() cannot run step {_step_named(step)}, so nothing ran: {why}"
         )
 
-    def went(self, step: PlanStep, result: CallResult) -> bool:
-        """Note that ``step`` ran; whether the plan goes on."""
+    def calls(
+        self,
+        view: ToolView,
+        audit: AuditSink | AsyncAuditSink,
+        tools_digest: str | None,
+        context: object,
+    ) -> Iterator[tuple[PlanStep, _StepCall]]:
+        """Each step to call, in :attr:`order`, with what to call it with; none after a
+        step whose result (given to :meth:`went`) did not succeed."""
+        for step in self.order:
+            yield (
+                step,
+                _StepCall(
+                    view=view,
+                    name=step.tool,
+                    arguments=step.arguments,
+                    policy=self._policy,
+                    audit=audit,
+                    request_id=self.request_id,
+                    prompt=self.prompt,
+                    prompt_sha256=self.prompt_sha256,
+                    tools_digest=tools_digest,
+                    context=context,
+                    call_id=_call_id(step),
+                ),
+            )
+            if not self._ran or self._ran[-1][0] is not step:
+                raise RuntimeError(f"{self.where}(): step {_step_named(step)} ran unrecorded")
+            if not self._ran[-1][1].ok:
+                return
+
+    @contextlib.contextmanager
+    def calling(self, step: PlanStep) -> Iterator[None]:
+        """Note on whatever ``step``'s call raises which steps ran and which did not."""
+        try:
+            yield
+        except BaseException as error:
+            self._cut(error, step)
+            raise
+
+    def went(self, step: PlanStep, result: CallResult) -> None:
+        """Note that ``step`` ran, with ``result``."""
         self._ran.append((step, result))
-        return result.ok
 
     def run(self) -> PlanRun:
         return PlanRun(tuple(self._ran), self.order[len(self._ran) :])
 
-    def cut(self, error: BaseException, step: PlanStep) -> None:
+    def _cut(self, error: BaseException, step: PlanStep) -> None:
         """Say on ``error``, raised by ``step``'s call, which steps ran and which did not."""
         ran = _steps_named([done for done, _ in self._ran]) or "none"
         left = _steps_named(self.order[len(self._ran) + 1 :]) or "none"

@@ -42,17 +42,39 @@ dependencies", so it is refused with the nearest known key instead
 A step whose arguments refer to another step's output is a
 :class:`~veridic.PlanError` too, the whole plan refused before any step runs.
 veridic runs each step with its arguments as written and never puts one
-step's output into another's arguments, so a placeholder (``{{ step_4.output
-}}``, ``${step_4.result}``: a ``{{ }}`` or ``${ }`` that names a step of the
-plan, by a word of it, a quoted string or a part between dots) would reach the
-tool as text: a user created with the password ``{{step_4.output}}``. So would a
-JSON reference, ``{"$ref": "#/steps/step_4/output"}``, whose text names a step. It is
-refused whatever becomes of the step it names (dropped, refused, failed or
+step's output into another's arguments, so a placeholder would reach the tool
+as text: a user created with the password ``{{step_4.output}}``. A placeholder
+is, in an argument's value or in a key of it, at any depth:
+
+- a ``{{ }}``, ``${ }`` or ``%( )`` whose inside names a step of the plan by a word
+  of it, a quoted string or a part between dots (``{{ step_4.output }}``,
+  ``${step_4.result}``, ``%(step_4)s``);
+- a ``{ }``, a ``< >`` or a ``$`` followed by a path to a value, a name and an
+  accessor after it, that names a step (``{step_4.output}``, ``<steps['step_4'].id>``,
+  ``$step_4.output``): these forms are ordinary text too (``str.format``, JSON,
+  markup, a price), so without an accessor (``{step_4}``, ``<step_4>``, ``$step_4``,
+  ``$1.50``) they are read as text;
+- any string held by a ``"$ref"`` key (a JSON reference, ``{"$ref":
+  "#/steps/step_4/output"}``, or a list of them) that names a step.
+
+It is refused whatever becomes of the step it names (dropped, refused, failed or
 run): a plan that needs an output before it exists cannot run as proposed, and
 the demanding user's plan is refused whole rather than run in part. Run the
 steps that make the output, give the model their results, and ask it to plan
-the rest. A bare ``$step_4`` is read as text (SQL and shell arguments write
-``$1`` for their own parameters), as is a placeholder that names no step.
+the rest. A placeholder that names no step of the plan (GitHub's ``${{
+steps.build.outputs.sha }}``), and prose that mentions one ("after step 4"), are
+text. Ids are compared as a reader sees them (see below), so ``{{ STEP_4 }}``
+names ``step_4``.
+
+Step ids a reader cannot tell apart are refused (a :class:`~veridic.PlanError`):
+ids equal once their Unicode compatibility form (NFKC), case, invisible
+characters (zero-width spaces and joiners, soft hyphens, variation selectors: the
+Unicode default-ignorable code points) and runs of spaces are folded, such as
+``step_1`` and ``step_\\uff11`` (a fullwidth one) or ``step_\\u200b1``. Ids that
+differ only by letters of other scripts that look alike (a Cyrillic ``\\u04551``
+next to ``s1``) take a confusables table to tell, which veridic does not carry:
+they are kept as separate steps, and every notice shows an id outside ASCII
+escaped (``'\\u04551'``), so a reader tells them apart there.
 
 A checked plan runs with :func:`~veridic.run.executor.execute_plan`, which
 refuses an incomplete plan and stops at the first step that does not succeed.
@@ -92,7 +114,7 @@ import itertools
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence, Sized
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal, Protocol, runtime_checkable
@@ -340,9 +362,11 @@ def normalize_plan(
             not one of ``id``, ``tool``, ``arguments``, ``depends_on``; the
             message names the step, the key and the nearest known key), has
             more than ``MAX_STEPS`` (5,000) steps, has arguments nested
-            deeper than 200 levels, or has an argument that refers to another
-            step's output in a placeholder (``{{ step_4.output }}``; the message
-            names the step, the argument's path and the step named). The
+            deeper than 200 levels, has an argument (or a key of one) that refers
+            to another step's output in a placeholder (``{{ step_4.output }}``,
+            ``$step_4.output``; the message names the step, the argument's path
+            and the step named), or has two step ids a reader cannot tell apart
+            (see the module's docs). The
             message quotes ids clipped, and at most ten of them (a long cycle
             by its ends and its length).
         IncompletePlanError: ``strict`` is true and a step was removed; its
@@ -619,8 +643,8 @@ def _check_graph(plan: tuple[PlanStep, ...]) -> None:
         if other != step.id:
             raise PlanError(
                 f"plan step ids {_plainly(other)} and {_plainly(step.id)} differ only in case, "
-                "spacing or Unicode form, so a reader of the plan or of its notice cannot tell "
-                "them apart: give each step an id that differs plainly"
+                "spacing, invisible characters or Unicode form, so a reader of the plan or of "
+                "its notice cannot tell them apart: give each step an id that differs plainly"
             )
     for step in plan:
         unknown = [need for need in step.depends_on if need not in seen]
@@ -638,11 +662,22 @@ def _check_graph(plan: tuple[PlanStep, ...]) -> None:
         )
 
 
-# A placeholder a model writes for a value it expects veridic to fill in: ``{{ ... }}``
-# (jinja2, Handlebars, GitHub Actions) or ``${ ... }`` (JavaScript, shell, Terraform), each an
-# opener and the closer after it. A bare ``$name`` is not one: SQL and shell arguments write
-# ``$1`` for their own parameters.
-_PLACEHOLDERS: Final = (("{{", "}}"), ("${", "}"))
+# A placeholder a model writes for a value it expects veridic to fill in, as an opener and
+# the closer after it. In these, any word, quoted string or part of the inside names a step:
+# ``{{ ... }}`` (jinja2, Handlebars, GitHub Actions), ``${ ... }`` (JavaScript, shell,
+# Terraform), ``%( ... )`` (Python's ``%`` format).
+_PLACEHOLDERS: Final = (("{{", "}}"), ("${", "}"), ("%(", ")"))
+# Forms that ordinary text writes too (``{...}`` in str.format and JSON, ``<...>`` in markup
+# and addresses): a placeholder only when the inside is a path to a value, a name and at least
+# one accessor after it (``step_4.output``, ``steps['step_4'].result``), and the innermost
+# opener before the closer starts it (JSON nests braces).
+_PATHED: Final = (("{", "}"), ("<", ">"))
+# A dotted part starts with a letter or "_", so a number (``$1.50``) is no path.
+_ACCESSOR: Final = r"(?:\.{s}[^\W\d][\w-]*|\[{s}(?:'[^']*'|\"[^\"]*\"|[\w-]+){s}\])"
+_PATH: Final = re.compile(r"\s*[\w-]+(?:\s*" + _ACCESSOR.format(s=r"\s*") + r")+\s*")
+# ``$step_4.output``: a dollar and a path right after it, without spaces. A bare ``$step_4`` is
+# not one: SQL and shell arguments write ``$1`` and ``$name`` for their own parameters.
+_DOLLAR_PATH: Final = re.compile(r"[\w-]+" + _ACCESSOR.format(s="") + "+")
 # The key of a JSON reference (``{"$ref": "#/steps/step_4/output"}``), an object that stands
 # for the value found where its text points.
 _POINTER: Final = "$ref"
@@ -657,15 +692,16 @@ def _check_references(plan: tuple[PlanStep, ...]) -> None:
     with the password ``{{step_4.output}}``), or a JSON reference's object
     (``{"$ref": "step_4.output"}``). Refused whatever became of the step it
     names, before any step runs (the plan is a :class:`~veridic.PlanError`): a plan
-    that needs an output before it exists cannot be run as proposed.
+    that needs an output before it exists cannot be run as proposed. A mapping's keys
+    are read as its values are: the tool gets them as text too.
     """
     ids = {_look(step.id): step.id for step in plan}
     for index, step in enumerate(plan):
-        for path, text, pointer in _strings(step.arguments, "arguments"):
+        for where, text, pointer in _strings(step.arguments, "arguments"):
             named = _named_step([text] if pointer else _placeholders(text), ids)
             if named is not None:
                 raise PlanError(
-                    f"{_where(index, step.id)} has {path} = {_shown(text)}, which refers to "
+                    f"{_where(index, step.id)} has {where}, which refers to "
                     f"the output of step {_id(named)}: veridic runs each step with its "
                     "arguments as written and never puts one step's output into another's "
                     "arguments, so the tool would get this text itself. Plan only steps whose "
@@ -674,28 +710,59 @@ def _check_references(plan: tuple[PlanStep, ...]) -> None:
                 )
 
 
-def _placeholders(text: str) -> Iterable[str]:
-    """The text inside each placeholder of ``text``, found in one pass per opener.
+def _placeholders(text: str) -> Iterator[str]:
+    """The text inside each placeholder of ``text``, in every form, each form in one pass.
 
     A regular expression (``\\{\\{(.*?)\\}\\}``) tried each opener against the whole
     rest of the text: a model's argument of 80 kB of ``{{`` with no ``}}`` held
-    :func:`normalize_plan` for most of a minute. Once no closer follows an opener, no
-    later opener of its kind can close either, so the search of that kind stops there.
+    :func:`normalize_plan` for most of a minute. Here each search goes forward from where
+    the last one stopped, and each inside is cut once, so each form reads the text a few
+    times at most.
     """
     for opener, closer in _PLACEHOLDERS:
-        start = text.find(opener)
-        while start != -1:
-            end = text.find(closer, start + len(opener))
-            if end == -1:
-                break
-            yield text[start + len(opener) : end]
-            start = text.find(opener, end + len(closer))
+        yield from _wrapped(text, opener, closer, innermost=False)
+    for opener, closer in _PATHED:
+        for inside in _wrapped(text, opener, closer, innermost=True):
+            if _PATH.fullmatch(inside):
+                yield inside
+    yield from _dollar_paths(text)
+
+
+def _wrapped(text: str, opener: str, closer: str, *, innermost: bool) -> Iterator[str]:
+    """The text between each ``opener`` and the ``closer`` after it; from the opener
+    nearest the closer when ``innermost``, else from the first.
+
+    Once no closer follows an opener, no later opener can close either, so the search
+    stops there; the search back for the innermost opener reads only what the search
+    for the closer read.
+    """
+    start = text.find(opener)
+    while start != -1:
+        end = text.find(closer, start + len(opener))
+        if end == -1:
+            return
+        if innermost:
+            start = text.rfind(opener, start, end)
+        yield text[start + len(opener) : end]
+        start = text.find(opener, end + len(closer))
+
+
+def _dollar_paths(text: str) -> Iterator[str]:
+    """Each path written right after a dollar (``$step_4.output``), read up to the next
+    dollar, so each character is read once."""
+    start = text.find("$")
+    while start != -1:
+        following = text.find("$", start + 1)
+        found = _DOLLAR_PATH.match(text[start + 1 : len(text) if following == -1 else following])
+        if found is not None:
+            yield found.group()
+        start = following
 
 
 def _named_step(insides: Iterable[str], ids: Mapping[str, str]) -> str | None:
     """The id of the first plan step a placeholder's text (each of ``insides``) names,
-    compared as a reader sees ids (case, spacing and Unicode form folded); ``None`` when
-    none does.
+    compared as a reader sees ids (case, spacing, invisible characters and Unicode form
+    folded); ``None`` when none does.
 
     A placeholder names a step by a word of it (``{{ step_4.output }}``), by a quoted
     string in it (``{{ steps['step 4'].output }}``) or by a part between dots, brackets,
@@ -721,19 +788,21 @@ _QUOTED: Final = re.compile(r"(['\"])(.*?)\1", re.DOTALL)
 _PARTS: Final = re.compile(r"[.\[\]|(),/#]")
 
 
-def _strings(value: object, path: str, pointer: bool = False) -> Iterable[tuple[str, str, bool]]:
-    """Every string in a step's (copied, at most 200 deep) arguments, with its path
-    (``arguments.meta.roles[1]``) and whether it is what a JSON reference points at
-    (the string value of a ``"$ref"`` key)."""
+def _strings(value: object, path: str, pointer: bool = False) -> Iterator[tuple[str, str, bool]]:
+    """Every string in a step's (copied, at most 200 deep) arguments, keys included: where
+    it is (``arguments.meta.roles[1] = 'x'``, ``a key 'x' in arguments.meta``), the
+    string, and whether it is what a JSON reference points at (any string held by a
+    ``"$ref"`` key, in lists and objects too)."""
     if isinstance(value, str):
-        yield path, value, pointer
+        yield f"{path} = {_shown(value)}", value, pointer
     elif isinstance(value, Mapping):
         for key, item in value.items():
+            yield f"a key {_shown(key)} in {path}", key, pointer
             at = f"{path}.{key}" if _PLAIN_KEY.fullmatch(str(key)) else f"{path}[{_shown(key)}]"
-            yield from _strings(item, at, key == _POINTER)
+            yield from _strings(item, at, pointer or key == _POINTER)
     elif isinstance(value, list | tuple):
         for position, item in enumerate(value):
-            yield from _strings(item, f"{path}[{position}]")
+            yield from _strings(item, f"{path}[{position}]", pointer)
 
 
 _PLAIN_KEY: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
@@ -958,14 +1027,45 @@ def _refused(step: PlanStep, status: ToolStatus, told: _Told) -> DroppedStep:
 
 
 def _plainly(step_id: str, limit: int = 80) -> str:
-    """An id with every character outside ASCII escaped (``'cafe\\u0301'``), clipped."""
+    """An id with every character outside ASCII escaped (``'cafe\\u0301'``), clipped.
+
+    Clipped after a whole escape: cut by its escaped text, ``'\\u0441'`` would end in
+    ``'\\u04…'``, which reads as no character (or as another, when the cut leaves a
+    backslash before the closing quote). Closed with the quote it opened with.
+    """
     shown = ascii(step_id)
-    return shown if len(shown) <= limit else f"{shown[: limit - 2]}…' ({len(step_id)} chars)"
+    if len(shown) <= limit:
+        return shown
+    quote, kept = shown[0], 1
+    for escape in _ESCAPES.finditer(shown, 1):
+        if escape.end() > limit - 2:
+            break
+        kept = escape.end()
+    return f"{shown[:kept]}…{quote} ({len(step_id)} chars)"
+
+
+# One character of ascii()'s text: an escape (\xe9, \u0441, \U0001f600, \n, \\, \') or a
+# character as it is; read from the left, lazily, so clipping reads no further than it keeps.
+_ESCAPES: Final = re.compile(r"\\(?:x[0-9a-f]{2}|u[0-9a-f]{4}|U[0-9a-f]{8}|.)|.", re.DOTALL)
 
 
 def _look(step_id: str) -> str:
-    """What a reader sees of an id: its Unicode form, case and surrounding spaces folded."""
-    return unicodedata.normalize("NFKC", step_id).casefold().strip()
+    """What a reader sees of an id: its Unicode compatibility form (NFKC), case, invisible
+    characters and runs of spaces folded (``"Step\\u200b 1 "`` and ``"step 1"`` look the
+    same)."""
+    folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", step_id)).casefold()
+    return " ".join(folded.split())
+
+
+# Unicode 14.0's default-ignorable code points (Default_Ignorable_Code_Point in
+# DerivedCoreProperties.txt, which veridic.text.fence marks in data blocks): drawn as
+# nothing, so an id with one inside reads as the id without it. NFKC keeps them (a
+# zero-width space is no compatibility character).
+_INVISIBLE: Final = re.compile(
+    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e"
+    "\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3"
+    "\U0001d173-\U0001d17a\U000e0000-\U000e0fff]"
+)
 
 
 def _dependents(
