@@ -288,3 +288,57 @@ def test_a_literal_format_string_of_an_instruction_template_still_renders(
         "t.j2", params=Limit
     )
     assert template.render({"limit": 50}) == "Refunds up to    50."
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ greeting | format(name) }}",
+        "{{ greeting % name }}",
+        "{{ greeting % (name,) }}",
+        "{% set g = greeting %}{{ g % name }}",
+    ],
+)
+@pytest.mark.parametrize("attack", ["%2000000s", "%.2000000f", "%*s"])
+def test_a_percent_format_string_from_a_value_cannot_ask_for_a_huge_width(
+    tmp_path: Path, source: str, attack: str
+) -> None:
+    # "%2000000s" made two million characters of one ticket's text; the sandbox's %
+    # already refused it in a stored template.
+    class Printf(TypedDict):
+        greeting: str
+        name: str
+
+    template = _templates(tmp_path, source).data("t.j2", params=Printf)
+    with pytest.raises(TemplateError, match=r"t\.j2' line 1 formats with %.*width"):
+        template.render({"greeting": untrusted(attack, source="t:1"), "name": "Ann"})
+
+
+@given(
+    width=st.integers(min_value=0, max_value=100_000),
+    text=st.text(alphabet=st.characters(exclude_characters="%"), max_size=20),
+)
+def test_a_percent_format_within_the_bound_renders_as_python_formats_it(
+    width: int, text: str
+) -> None:
+    template = _shipped_printf()
+    greeting = f"{text}%{width}s|%s"
+    rendered = template.render({"greeting": untrusted(greeting, source="t:1"), "name": "Ann"})
+    prompt = Composer().user(rendered).build()
+    assert unfence(prompt.messages[-1].content) == [("t.j2", greeting % ("Ann", "Ann"))]
+
+
+class _Printf(TypedDict):
+    greeting: str
+    name: str
+
+
+def _shipped_printf() -> Any:
+    found = _SHIPPED.get("printf")
+    if found is None:
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp())
+        source = "{{ greeting | format(name, name) }}"
+        found = _SHIPPED["printf"] = _templates(folder, source).data("t.j2", params=_Printf)
+    return found

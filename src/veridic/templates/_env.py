@@ -69,7 +69,12 @@ from veridic.templates._budget import (
     searched,
 )
 from veridic.templates._custom import NONE, Custom
-from veridic.templates._format import FORMATTERS, checked_format
+from veridic.templates._format import (
+    FORMATTERS,
+    checked_format,
+    checked_printf,
+    printf_filter,
+)
 from veridic.templates._runtime import (
     EMITTED_AS_IS,
     SCALARS,
@@ -121,10 +126,12 @@ _WRITTEN: Final = "<veridic:written>"
 # node, Const(how): the input of a filter that reads it as a value, checked inline (_written)
 _VALUED: Final = "<veridic:valued>"
 _INPUTS: Final = {_WRITTEN: "written", _VALUED: "valued"}
+_PRINTF: Final = "<veridic:printf>"  # node: environment.printf(node), shipped only
 _OWN: Final = frozenset(
-    {_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF, _WRITTEN, _VALUED}
+    {_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF, _WRITTEN, _VALUED, _PRINTF}
 )
-_CHARGES: Final = {_ITERATE: "iterate", _READ: "read", _SEARCHED: "searched"}
+# Filters compiled to ``environment.METHOD(node)``: the sandbox's charges, the % check.
+_CHARGES: Final = {_ITERATE: "iterate", _READ: "read", _SEARCHED: "searched", _PRINTF: "printf"}
 
 
 class ProvenanceCodeGenerator(CodeGenerator):
@@ -416,6 +423,9 @@ class ProvenanceEnvironment(Environment):
             self.emitted_as_is = EMITTED_AS_IS
             self.context_class = _InstructionContext
         self.text_of = finalize
+        self.printf = checked_printf
+        if not self.sandboxed:  # the sandbox's % and |format are bounded (_bounds)
+            self.filters["format"] = printf_filter
         del self.filters["safe"]
         # Held under their names so that a name computed at render (map(name)) finds a
         # refusal too; a template that names them is refused when it loads.
@@ -692,6 +702,10 @@ class _Rewrite:
             _refuse_dunders(tree, self.origin)
         _check_made_text(tree)
         _check_written(tree)
+        if not self.environment.sandboxed:
+            for mod in tree.find_all(nodes.Mod):  # a format string from a value: "%2000000s"
+                if not isinstance(mod.left, nodes.Const):
+                    mod.left = _node(mod.left, _PRINTF, None, mod.lineno)
         if self.environment.sandboxed:
             for loop in tree.find_all(nodes.For):
                 if isinstance(loop.iter, nodes.Expr):  # always: jinja2's parser makes one

@@ -10,6 +10,11 @@ Python's formatter, reading attributes as jinja2's sandbox does (no ``_`` name, 
 internal attribute such as a generator's ``gi_frame``), refusing a width or precision
 over 100,000, and a field whose text would be a memory address. A stored template's
 sandbox refuses ``.format`` whole (it has ``|format``).
+
+The ``%`` formats (``text % values``, ``|format``) read no attributes, but a width from
+outside (``"%2000000s"``) made two million characters: :func:`checked_printf` refuses a
+width or precision over 100,000, or one taken from the values (``*``), as the sandbox's
+``%`` does.
 """
 
 from __future__ import annotations
@@ -20,14 +25,17 @@ import string
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from jinja2.exceptions import SecurityError
+from jinja2.filters import do_format
 from jinja2.sandbox import MAX_RANGE, is_internal_attribute
 
 from veridic._sample import clip
 from veridic._words import a_type
 from veridic.errors import TemplateError
+from veridic.templates._bounds import check_binop
 from veridic.templates._runtime import SCALARS, refuse_address, template_line
 
-__all__ = ["FORMATTERS", "checked_format"]
+__all__ = ["FORMATTERS", "checked_format", "checked_printf", "printf_filter"]
 
 FORMATTERS: Final = frozenset({"format", "format_map"})
 """``str``'s methods that run their text as a format string."""
@@ -50,6 +58,32 @@ def checked_format(text: str, method: str) -> Callable[..., str]:
         return formatter.vformat(text, args, kwargs)
 
     return format
+
+
+def checked_printf(text: object) -> object:
+    """``text``, the left of a ``%`` or the input of ``|format`` in a shipped template,
+    once its widths are checked (anything but text is given back as it is).
+
+    Raises:
+        TemplateError: a width or precision over 100,000, or one given by ``*``.
+    """
+    if isinstance(text, str):
+        try:
+            check_binop("%", text, ())
+        except SecurityError as error:
+            template, line = template_line()
+            raise TemplateError(
+                f"template {template!r}{line} formats with %: {error}; a format string may "
+                "be a value from outside, and Python would make text that long: write the "
+                "format in the template"
+            ) from None
+    return text
+
+
+def printf_filter(value: Any, *args: object, **kwargs: object) -> str:
+    """jinja2's ``|format``, its format string's widths checked (:func:`checked_printf`)."""
+    checked_printf(value)
+    return do_format(value, *args, **kwargs)
 
 
 class _Formatter(string.Formatter):
