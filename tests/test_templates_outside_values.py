@@ -342,3 +342,47 @@ def _shipped_printf() -> Any:
         source = "{{ greeting | format(name, name) }}"
         found = _SHIPPED["printf"] = _templates(folder, source).data("t.j2", params=_Printf)
     return found
+
+
+# -- 3. a data template's block given to another data template ------------------------------
+
+
+class _Inner(TypedDict):
+    body: str
+
+
+class _Outer(TypedDict):
+    inner: str
+
+
+_MODES = st.sampled_from(["datamark", "encode", "verbatim"])
+
+
+@given(body=st.text(max_size=60), inner_mode=_MODES, outer_mode=_MODES)
+def test_a_data_block_inside_a_data_template_stays_data_of_one_block(
+    body: str, inner_mode: Any, outer_mode: Any
+) -> None:
+    # The carried-over question of data-template nesting: the outer template's output,
+    # the inner block's fence lines included, is one block of the outer; unfencing it
+    # gives the inner block back whole, and unfencing that gives the body back.
+    inner, outer = _nested()
+    block = inner.render({"body": untrusted(body, source="doc:1")}, mode=inner_mode)
+    turn = outer.render({"inner": block}, mode=outer_mode)
+    content = Composer().user(turn).build().messages[-1].content
+    ((label, text),) = unfence(content)
+    assert (label, text) == ("outer.j2", f"Ticket:\n{block}\nEnd")
+    assert unfence(block) == [("inner.j2", f"Doc: {body}")]
+
+
+def _nested() -> tuple[Any, Any]:
+    found = _SHIPPED.get("nested")
+    if found is None:
+        import tempfile
+
+        folder = Path(tempfile.mkdtemp())
+        (folder / "inner.j2").write_text("Doc: {{ body }}")
+        (folder / "outer.j2").write_text("Ticket:\n{{ inner }}\nEnd")
+        templates = Templates(folder)
+        inner = templates.data("inner.j2", params=_Inner)
+        found = _SHIPPED["nested"] = (inner, templates.data("outer.j2", params=_Outer))
+    return found
