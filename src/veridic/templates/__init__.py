@@ -50,6 +50,11 @@ differs in every process): refused at load (the sandbox refuses them in a stored
 An output whose text would be a memory address (a method without its call's
 parentheses, an iterator, an object without text of its own), written directly or by
 a filter that writes its input as text (``|lower``, ``|join``), is refused at render.
+A format string may be a value from outside: in a shipped template ``.format()`` and
+``.format_map()`` of text read its fields as the sandbox reads attributes (no ``_``
+name, no internals such as ``gi_frame``: ``"{0.__init__.__globals__}"`` reached
+``os.environ``), and no format (``.format``, ``%``, ``|format``) may ask for a width or
+precision over 100,000; either is a ``TemplateError`` naming the line.
 
 An instruction template's parameter type may only hold what code wrote: each
 field is ``TrustedInstruction`` (``InstructionField`` in a model), a scalar
@@ -59,6 +64,10 @@ a member of an ``Enum`` or a ``Literal`` value: a refund limit, a tier), or a
 ``TypedDict`` of those; this is checked when the template loads, and every
 value again before each render, on a copy of its containers that the render
 then reads (a ``defaultdict`` cannot make a value the check never saw).
+Untrusted text that a value hands out while the template renders (an attribute set on
+an ``Enum`` member at run time, what its method or a filter of ``safe_filters=``
+returns) is refused where the template reads it, a ``ProvenanceError`` naming the line
+and the text's source, before a filter or ``~`` could make plain text of it.
 
 Errors, and why each is the one it is:
 

@@ -33,7 +33,7 @@ from veridic.templates._params import (
     snapshot,
     trusted_text,
 )
-from veridic.templates._runtime import instruction_text
+from veridic.templates._runtime import instruction_text, reported
 from veridic.text.fence import DataMode, block_parts, check_label, check_mode
 from veridic.text.provenance import (
     Span,
@@ -190,8 +190,9 @@ class InstructionTemplate(Bound[P]):
                 if bad is not None:
                     self._refuse(key, bad)
                     mints = False
-        text = instruction_text(self._run(values), self._head)
-        if not mints:
+        chunks, let_pass = reported(lambda: self._run(values))
+        text = instruction_text(chunks, self._head)
+        if not mints or let_pass:
             return TrustedInstruction(str.__str__(text))  # report mode: plain text
         return text
 

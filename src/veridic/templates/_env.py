@@ -69,15 +69,23 @@ from veridic.templates._budget import (
     searched,
 )
 from veridic.templates._custom import NONE, Custom
+from veridic.templates._format import (
+    FORMATTERS,
+    checked_format,
+    checked_printf,
+    printf_filter,
+)
 from veridic.templates._runtime import (
     EMITTED_AS_IS,
     SCALARS,
     STORED_LITERALS,
+    UNTRUSTED,
     concat,
     emit,
     finalize,
     refuse_address,
     refuse_callable,
+    refuse_untrusted,
     stored_literal,
     template_line,
 )
@@ -118,10 +126,12 @@ _WRITTEN: Final = "<veridic:written>"
 # node, Const(how): the input of a filter that reads it as a value, checked inline (_written)
 _VALUED: Final = "<veridic:valued>"
 _INPUTS: Final = {_WRITTEN: "written", _VALUED: "valued"}
+_PRINTF: Final = "<veridic:printf>"  # node: environment.printf(node), shipped only
 _OWN: Final = frozenset(
-    {_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF, _WRITTEN, _VALUED}
+    {_LITERAL, _EMIT, _ITERATE, _READ, _SEARCHED, _STORED, _TEXT_OF, _WRITTEN, _VALUED, _PRINTF}
 )
-_CHARGES: Final = {_ITERATE: "iterate", _READ: "read", _SEARCHED: "searched"}
+# Filters compiled to ``environment.METHOD(node)``: the sandbox's charges, the % check.
+_CHARGES: Final = {_ITERATE: "iterate", _READ: "read", _SEARCHED: "searched", _PRINTF: "printf"}
 
 
 class ProvenanceCodeGenerator(CodeGenerator):
@@ -232,6 +242,44 @@ def _refused(name: str) -> Callable[..., object]:
         )
 
     return refused
+
+
+class _InstructionContext(Context):
+    """An instruction render's context: what a call returns is checked as it comes back.
+
+    Every call of a template goes through :meth:`call` (the sandbox's too): a method of
+    an ``Enum`` member that returns untrusted text is refused before anything computes
+    with it, as an attribute holding such text is (:meth:`ProvenanceEnvironment.getattr`).
+    """
+
+    def call(
+        __self,  # jinja2's spelling, so that no keyword argument clashes
+        __obj: Callable[..., Any],
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        result = Context.call(__self, __obj, *args, **kwargs)
+        if type(result) is UNTRUSTED:
+            name = getattr(__obj, "__name__", None)
+            shown = f"{name}()" if isinstance(name, str) else "a call"
+            refuse_untrusted(result, template_line, f"calls {clip(shown, 40)}, which returns")
+        return result
+
+
+def _checked(name: str, function: Callable[..., object]) -> Callable[..., object]:
+    """An application's filter in an instruction template: untrusted text it returns is
+    refused (:func:`refuse_untrusted`), where the template uses it, before the next
+    filter makes plain text of it."""
+
+    def checked(*arguments: Any, **options: Any) -> object:
+        result = function(*arguments, **options)
+        if type(result) is UNTRUSTED:
+            refuse_untrusted(result, template_line, f"gives |{name}, which returns")
+        return result
+
+    if hasattr(function, "jinja_pass_arg"):  # jinja2's marker of what the filter is passed
+        checked.jinja_pass_arg = function.jinja_pass_arg  # type: ignore[attr-defined]  # jinja2's own marker, read by its compiler
+    return checked
 
 
 _NONDETERMINISTIC: Final = {
@@ -373,7 +421,11 @@ class ProvenanceEnvironment(Environment):
             self.concat = concat  # type: ignore[method-assign]  # jinja2's hook for buffered output
             self.emit = emit
             self.emitted_as_is = EMITTED_AS_IS
+            self.context_class = _InstructionContext
         self.text_of = finalize
+        self.printf = checked_printf
+        if not self.sandboxed:  # the sandbox's % and |format are bounded (_bounds)
+            self.filters["format"] = printf_filter
         del self.filters["safe"]
         # Held under their names so that a name computed at render (map(name)) finds a
         # refusal too; a template that names them is refused when it loads.
@@ -384,8 +436,7 @@ class ProvenanceEnvironment(Environment):
         # jinja2 also finds a filter by a name given at render (``map(name)``), which no
         # check of the template's Filter nodes sees.
         self.filters.update(
-            (name, _refused(name) if name in self.unsafe_filters else function)
-            for name, function in custom.filters.items()
+            (name, self._custom_filter(name, function)) for name, function in custom.filters.items()
         )
         self.filters.update(dict.fromkeys(_OWN, _compiled_away))
         if not self.sandboxed:  # the sandbox wraps them after its bounds (see there)
@@ -399,7 +450,37 @@ class ProvenanceEnvironment(Environment):
         self.literals: list[TrustedInstruction] = []
         self._literal_index: dict[tuple[str, str], int] = {}
 
+    def _custom_filter(self, name: str, function: Callable[..., object]) -> Callable[..., object]:
+        """An application's filter as this environment holds it (see ``_custom``)."""
+        if self.kind == "data":
+            return function
+        return _refused(name) if name in self.unsafe_filters else _checked(name, function)
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """``obj.attribute`` (jinja2's, or its sandbox's), with two of veridic's rules.
+
+        ``.format`` and ``.format_map`` of text in a template shipped with the code are
+        :func:`~veridic.templates._format.checked_format`'s: the format string may be a
+        value from outside (the sandbox refuses them). In an instruction template,
+        untrusted text read from a value (an attribute set on an ``Enum`` member at run
+        time) is refused before anything computes with it (:func:`refuse_untrusted`).
+        """
+        if attribute in FORMATTERS and isinstance(obj, str) and not self.sandboxed:
+            return checked_format(obj, attribute)
+        found = super().getattr(obj, attribute)
+        if type(found) is UNTRUSTED and self.kind == "instruction":
+            refuse_untrusted(found, template_line, f"reads .{attribute}, which gives")
+        return found
+
     def getitem(self, obj: Any, argument: Any) -> Any:
+        """``obj[argument]``, else attribute ``argument`` of ``obj`` (jinja2's rule), with
+        the rules of :meth:`getattr`."""
+        found = self._item(obj, argument)
+        if type(found) is UNTRUSTED and self.kind == "instruction":
+            refuse_untrusted(found, template_line, f"reads [{clip(repr(argument))}], which gives")
+        return found
+
+    def _item(self, obj: Any, argument: Any) -> Any:
         """``obj[argument]``, else attribute ``argument`` of ``obj`` (jinja2's rule), but not
         one of Python's own (``__hash__``): a name computed at render (``x[name]``,
         ``map(attribute=name)``) is checked here; one written in the template, when it loads.
@@ -413,6 +494,8 @@ class ProvenanceEnvironment(Environment):
             if isinstance(argument, str):
                 if _python_own(argument):
                     raise _dunder_use(argument, *template_line()) from None
+                if argument in FORMATTERS and isinstance(obj, str):
+                    return checked_format(obj, argument)
                 try:
                     return getattr(obj, argument)
                 except AttributeError:
@@ -483,7 +566,7 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
     """
 
     intercepted_binops = INTERCEPTED
-    getitem = SandboxedEnvironment.getitem  # not ProvenanceEnvironment's, first in the MRO
+    _item = SandboxedEnvironment.getitem  # not ProvenanceEnvironment's, first in the MRO
 
     def __init__(
         self,
@@ -619,6 +702,10 @@ class _Rewrite:
             _refuse_dunders(tree, self.origin)
         _check_made_text(tree)
         _check_written(tree)
+        if not self.environment.sandboxed:
+            for mod in tree.find_all(nodes.Mod):  # a format string from a value: "%2000000s"
+                if not isinstance(mod.left, nodes.Const):
+                    mod.left = _node(mod.left, _PRINTF, None, mod.lineno)
         if self.environment.sandboxed:
             for loop in tree.find_all(nodes.For):
                 if isinstance(loop.iter, nodes.Expr):  # always: jinja2's parser makes one

@@ -26,18 +26,29 @@ needs none of this: its whole output is one data block (``_bound``).
 
 from __future__ import annotations
 
+import logging
 import re
 import sys
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
-from typing import Any, Final
+from contextvars import ContextVar
+from typing import Any, Final, cast
 
 from jinja2 import Template as JinjaTemplate
 
+from veridic._sample import clip
 from veridic._words import article
-from veridic.errors import TemplateError
-from veridic.text.provenance import Span, TrustedInstruction, joined, mint, untrusted
+from veridic.config import settings
+from veridic.errors import ProvenanceError, TemplateError
+from veridic.text.provenance import (
+    Span,
+    TrustedInstruction,
+    describe,
+    joined,
+    mint,
+    untrusted,
+)
 
 __all__ = [
     "EMITTED_AS_IS",
@@ -51,6 +62,8 @@ __all__ = [
     "instruction_text",
     "refuse_address",
     "refuse_callable",
+    "refuse_untrusted",
+    "reported",
     "stored_literal",
     "template_line",
 ]
@@ -87,9 +100,55 @@ def emit(value: object, origin: str) -> str:
     kind = type(value)
     if kind is TRUSTED or kind is Rendered:
         return value  # type: ignore[return-value]  # a str subclass
-    if kind not in SCALARS:
+    if kind is UNTRUSTED:
+        refuse_untrusted(cast("str", value), lambda: _place(origin), "outputs")
+    elif kind not in SCALARS:
         refuse_address(value, lambda: _place(origin))
     return _computed_part(str(value), origin)
+
+
+_log = logging.getLogger("veridic")
+_REPORTED: ContextVar[bool] = ContextVar("veridic_template_reported", default=False)
+"""Whether the instruction render running let untrusted text pass in report mode."""
+
+
+def refuse_untrusted(value: str, where: Callable[[], tuple[str, str]], doing: str) -> None:
+    """Refuse untrusted text that an instruction template reached while it rendered.
+
+    Its values were checked before the render, but a value may hand out text of its own:
+    an attribute set on an ``Enum`` member at run time, what its method returns, what a
+    filter of ``safe_filters=`` returns. Such text would be minted as the template's own
+    and reach the system slot. ``doing`` says how the template reached it (``outputs``,
+    ``reads .note, which gives``). In report mode the refusal is logged and the render's
+    result is not minted (:func:`reported`).
+
+    Raises:
+        ProvenanceError: in enforce mode, naming the template, line and source.
+    """
+    template, line = where()
+    message = (
+        f"instruction template {template!r}{line} {doing} text of {describe(value)}: "
+        f"{clip(value)}; its values were checked trusted, but this text came out of one (an "
+        "attribute or method of an Enum member, a filter of safe_filters=), and only what "
+        "code wrote may instruct: keep outside text off what an instruction template reads "
+        "(mint the value with instruction() if code wrote it), or render it with a data "
+        "template (templates.data) and place it with Composer.user()"
+    )
+    if settings().mode == "report":
+        _log.warning("report mode, let pass: %s", message, extra={"veridic_sink": template})
+        _REPORTED.set(True)
+        return
+    raise ProvenanceError(message)
+
+
+def reported(run: Callable[[], list[str]]) -> tuple[list[str], bool]:
+    """The chunks ``run`` renders, and whether report mode let untrusted text pass in it."""
+    token = _REPORTED.set(False)
+    try:
+        chunks = run()
+        return chunks, _REPORTED.get()
+    finally:
+        _REPORTED.reset(token)
 
 
 def finalize(value: object) -> object:
