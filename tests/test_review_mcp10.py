@@ -1,0 +1,86 @@
+"""Tenth MCP review, as a hostile client of veridic's server and a hostile server of its
+client: what a client learns of the tools no view lists, and what a server's own words
+(its ``instructions``) become."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Final
+
+import mcp_types as types
+import pytest
+from mcp import Client
+
+from veridic import CallOutcome, Registry, SQLiteAuditSink
+from veridic.integrations.mcp.server import mcp_server
+
+HERE: Final = Path(__file__).name  # the file a tool here is defined in
+
+
+def _shop(*, with_undescribed: bool) -> Registry:
+    """A registry with one described query and, when asked, one whose docstring says
+    nothing but its name (no view exposes it, I6)."""
+    registry = Registry("shop")
+
+    @registry.tool(kind="query")
+    def find_order(order_id: int) -> str:
+        """Find an order by its number and say where it is.
+
+        Args:
+            order_id: The order's number.
+        """
+        return "shipped"
+
+    if with_undescribed:
+
+        @registry.tool(kind="query")
+        def export_orders(order_id: int) -> str:
+            """Export orders."""
+            return "every order"
+
+    return registry
+
+
+def _told(registry: Registry, audit: SQLiteAuditSink, name: str) -> list[str]:
+    """What a client is told when it calls ``name`` and asks for its schema."""
+    server = mcp_server(lambda request: registry.view(), audit=audit)
+
+    async def main() -> list[str]:
+        told: list[str] = []
+        async with Client(server) as client:
+            for tool, arguments in ((name, {"order_id": 1}), ("get_tool_schema", {"name": name})):
+                result = await client.call_tool(tool, arguments)
+                assert result.is_error
+                (block,) = result.content
+                assert isinstance(block, types.TextContent)
+                told.append(block.text)
+        return told
+
+    return asyncio.run(main())
+
+
+@pytest.fixture
+def audit() -> SQLiteAuditSink:
+    return SQLiteAuditSink(":memory:")
+
+
+def test_a_tool_no_view_lists_for_its_description_reads_to_a_client_as_no_tool(
+    audit: SQLiteAuditSink,
+) -> None:
+    """A tool kept out of every view for want of a description (I6) is in no tool list and
+    in no capability section, yet a client that guessed its name was told "tool
+    'export_orders' is registered but cannot run here ... write what it does where it is
+    defined (/srv/app/shop.py:41)": that the tool exists, and where the server's code lies
+    on its disk. A client is now told what a name nobody registered gets, word for word
+    (for a call and for get_tool_schema alike); the audit keeps the truth."""
+    withheld = _told(_shop(with_undescribed=True), audit, "export_orders")
+    with SQLiteAuditSink(":memory:") as other:
+        unknown = _told(_shop(with_undescribed=False), other, "export_orders")
+    assert withheld == unknown
+    assert withheld[0].startswith("no tool is named 'export_orders'")
+    assert HERE not in " ".join(withheld)  # nor where the server's code lies
+    first = audit.records()[0]
+    assert (first.tool, first.outcome) == ("export_orders", CallOutcome.REFUSED)
+    assert "no real description" in first.detail  # the operator reads why
+    audit.close()
