@@ -45,8 +45,10 @@ audit, guards. The server's results are :class:`~veridic.UntrustedText`: their
 content as text, cut at the server's ``result_limit`` (100,000 characters by
 default) with a note of what was cut (``veridic.integrations.mcp._results``).
 
-The client grants no sampling, elicitation or roots: a call whose server asks
-for one fails, saying what it asked for. A server's ``instructions`` reach no
+The client grants no sampling, elicitation or roots: on protocol 2026-07-28 a call
+whose server asks for one fails, saying what it asked for; on the handshake
+protocols the server is refused and its call ends as the server decides (the SDK
+tells its client nothing of the request). A server's ``instructions`` reach no
 prompt: ``connection.instructions`` keeps them branded untrusted, for the
 application to place as data, and the log says they were sent. A stdio server's stderr is not passed
 on raw: each line is logged quoted on ``veridic.integrations.mcp.stderr``
