@@ -22,7 +22,8 @@ error. A file holding ``{"list_error": text}`` instead of a list makes every
 ``"rewrite"`` writes that to the spec file when called, before its notices: a server
 that changes (or dies) right after telling the client so. One holding ``"log"``, a list
 of ``[level, data, logger]``, sends each as a log message (``notifications/message``)
-during the call, before it answers.
+during the call, before it answers. ``VERIDIC_TEST_MCP_INSTRUCTIONS``, when set, is
+the server's ``instructions`` (what it tells a client at the start to follow).
 
     python tests/_mcp_tools_server.py            # stdio
     python tests/_mcp_tools_server.py --http PORT
@@ -124,7 +125,12 @@ async def _call(
     )
 
 
-SERVER: Server[Any] = Server("veridic-test-tools", on_list_tools=_list, on_call_tool=_call)
+SERVER: Server[Any] = Server(
+    "veridic-test-tools",
+    on_list_tools=_list,
+    on_call_tool=_call,
+    instructions=os.environ.get("VERIDIC_TEST_MCP_INSTRUCTIONS"),
+)
 
 
 async def _stdio() -> None:

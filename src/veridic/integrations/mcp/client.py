@@ -45,8 +45,12 @@ audit, guards. The server's results are :class:`~veridic.UntrustedText`: their
 content as text, cut at the server's ``result_limit`` (100,000 characters by
 default) with a note of what was cut (``veridic.integrations.mcp._results``).
 
-The client grants no sampling, elicitation or roots: a call whose server asks
-for one fails, saying what it asked for. A stdio server's stderr is not passed
+The client grants no sampling, elicitation or roots: on protocol 2026-07-28 a call
+whose server asks for one fails, saying what it asked for; on the handshake
+protocols the server is refused and its call ends as the server decides (the SDK
+tells its client nothing of the request). A server's ``instructions`` reach no
+prompt: ``connection.instructions`` keeps them branded untrusted, for the
+application to place as data, and the log says they were sent. A stdio server's stderr is not passed
 on raw: each line is logged quoted on ``veridic.integrations.mcp.stderr``
 (``veridic.integrations.mcp._stderr``); its log messages (``notifications/message``)
 are logged quoted on ``veridic.integrations.mcp.server_log``, never above ``WARNING``.
@@ -429,6 +433,7 @@ async def connect(
                 known = [t.name for t in listed] + list(recorded.tools if recorded else ())
                 _check_declared(server, declared, known)
                 connection._register(registry, hint, declared, listed)
+                connection._keep_instructions()
                 connection._tasks.start_soon(connection._listen)
             try:
                 yield connection
@@ -443,13 +448,19 @@ class McpConnection:
     ``changes`` are the differences from the pins found at connect and since
     (a changed tool found at a call, a ``tools/list_changed`` re-check).
     ``undeclared`` are the tools an unpinned server listed at connect that were
-    not registered, because ``declare=`` does not name them.
+    not registered, because ``declare=`` does not name them. ``instructions`` are
+    what the server told the client at the start to follow (``None`` when it told
+    nothing), branded :class:`~veridic.UntrustedText` (source
+    ``mcp:<server>/instructions``): veridic places them in no prompt, since they are
+    the server's words and not the application's; to have the model read them, place
+    them as data (``Composer().data("mcp:<server> instructions", ...)``).
     """
 
     server: McpServer
     pins: Pins | None
     changes: tuple[PinChange, ...] = ()
     undeclared: tuple[str, ...] = ()
+    instructions: UntrustedText | None = None
     _client: object = field(default=None, repr=False)
     _tasks: Any = field(default=None, repr=False)
     _registered: dict[str, PinnedTool] = field(default_factory=dict, repr=False)
@@ -538,6 +549,26 @@ class McpConnection:
                 change.tool,
                 change.reason,
             )
+
+    def _keep_instructions(self) -> None:
+        """Keep what the server told the client to follow, branded untrusted, and say so.
+
+        The SDK holds a server's ``instructions`` (of ``initialize``, or of
+        ``server/discover``) and veridic read nothing of them: an application that
+        expected its model to follow them was not told they went unused, and had no
+        veridic value to place as data. The log gives their length, not their words.
+        """
+        told = getattr(self._client, "instructions", None)
+        if not isinstance(told, str) or not told:
+            return
+        self.instructions = untrusted(told, source=f"mcp:{self.server.name}/instructions")
+        _log.info(
+            "MCP server %r sent instructions (%s): veridic places them in no prompt (they are "
+            "the server's words, not the application's); connection.instructions holds them "
+            "as untrusted text, to place with Composer.data() if the model should read them",
+            self.server.name,
+            counted(len(told), "character"),
+        )
 
     def _too_long(self, tool: PinnedTool) -> TrustedInstruction | None:
         """Why an unpinned ``tool`` is kept out: described at more length than the

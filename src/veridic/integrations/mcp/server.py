@@ -24,8 +24,10 @@ gives for that request (one view per request stays the rule):
   handler's value comes back as text (structured content too when it is a
   JSON object); every error, an unknown name or an unavailable tool included,
   comes back as an ``isError`` result carrying veridic's message, never as a
-  crash of the server. A tool the view hides (not tombstoned) is told as a
-  name nobody registered, so a client cannot learn what is kept from it.
+  crash of the server. A tool the view hides (not tombstoned), and one withheld
+  for want of a description, is told as a name nobody registered, so a client
+  cannot learn what is kept from it (nor, from the latter's hint, where the
+  server's code lies).
 
 A call the policy will not decide alone (a write without an ``always`` rule,
 every call of a high-risk tool) is put to the user through MCP elicitation:
@@ -420,7 +422,8 @@ class _Served:
             return _error_result(approval.refusal)
         hidden = _hidden(view, params.name, arguments)
         if hidden is not None and result.error is not None:
-            # The record says why (denied, by what); the client reads an unknown name.
+            # The record says why (denied by what, or withheld for its description); the
+            # client reads an unknown name.
             return _error_result(str(view.unknown(hidden).error()))
         return _call_result(result)
 
@@ -803,13 +806,20 @@ def _hidden(view: ToolView, name: str, arguments: Mapping[str, object]) -> str |
     a client guessing names enumerated the tools kept from it and the roles
     that open them. A tombstoned tool is said unavailable on purpose, and the
     schema tool's own name is everyone's.
+
+    So must a tool withheld for its description (I6): in no tool list and named
+    by no capability section, it is the server's to fix, not the client's, and
+    its status's hint names where it is defined, a path on the server's disk
+    (``write what it does where it is defined (/srv/app/shop.py:41)``). Told it,
+    a client guessing names learned the tool and where the server's code lies.
     """
     asked: object = name
     if name == SCHEMA_TOOL and name in view.names():
         asked = arguments.get("name")
     if not isinstance(asked, str) or asked == SCHEMA_TOOL:
         return None
-    return asked if view.status(asked).hidden else None
+    status = view.status(asked)
+    return asked if status.hidden or status.cause == "description" else None
 
 
 def _request(
