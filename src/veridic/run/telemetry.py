@@ -531,12 +531,18 @@ def error_type(error: BaseException) -> str:
     name the remote end sent, which can hold a terminal escape, a forged log line, a lone
     surrogate an exporter cannot encode, or thousands of characters.
 
+    Read without running the class's code: the name is copied out of a ``str`` subclass,
+    and a ``__module__`` that is not exactly text (a class made at run time may carry any
+    object there) is left out, so the class is named by its qualified name alone. Code of
+    the error's class that runs here and fails would fail the call it traces.
+
     >>> error_type(ValueError("a secret")), error_type(type("E\\n!", (Exception,), {})())
     ('ValueError', "'veridic.run.telemetry.E\\\\n!'")
     """
     kind = type(error)
-    module, name = kind.__module__, kind.__qualname__
-    return _shown(name if module == "builtins" else f"{module}.{name}")
+    module, name = kind.__module__, str.__str__(kind.__qualname__)
+    named_alone = type(module) is not str or module == "builtins"
+    return _shown(name if named_alone else f"{module}.{name}")
 
 
 def _tracer_failed(span_name: str, what: str, error: Exception) -> None:
