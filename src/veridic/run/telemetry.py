@@ -219,8 +219,10 @@ CAPTURE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 arguments and results in their spans (``true``; ``SPAN_ONLY``, ``EVENT_ONLY``,
 ``SPAN_AND_EVENT`` in the newer ones)."""
 
-_NO_CONTENT: Final = frozenset({"", "false", "no_content"})
-"""The values of :data:`CAPTURE_CONTENT` that ask for no content (case aside)."""
+_ASKS_FOR_CONTENT: Final = frozenset({"true", "span_only", "event_only", "span_and_event"})
+"""The values of :data:`CAPTURE_CONTENT` that ask for content (case aside): the
+instrumentations read every other value (``false``, ``NO_CONTENT``, ``0``, a typo) as
+none, so a warning for those would tell the operator they asked for what they turned off."""
 
 
 def _say_content_is_never_captured(where: str) -> None:
@@ -231,7 +233,7 @@ def _say_content_is_never_captured(where: str) -> None:
     the whole story.
     """
     asked = os.environ.get(CAPTURE_CONTENT, "")
-    if asked.strip().lower() in _NO_CONTENT:
+    if asked.strip().lower() not in _ASKS_FOR_CONTENT:
         return
     _log.warning(
         "%s is %s, but veridic's spans (turned on by %s) never hold prompts, arguments, "
