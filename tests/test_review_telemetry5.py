@@ -337,3 +337,137 @@ def test_a_tracer_whose_span_cannot_end_does_not_fail_a_write_that_ran(
     assert ran == ["celsius"]
     assert [record.outcome.value for record in audit.records("r")] == ["ok"]
     assert any("execute_tool set_units" in r.getMessage() for r in caplog.records)
+
+
+# --- second read: what the first review's fixes left open -------------------------------------
+
+
+class _NotText:
+    """A class's ``__module__`` that is not text, whose comparison and formatting fail: a
+    class made at run time may carry any object there."""
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("compared")
+
+    def __format__(self, spec: str) -> str:
+        raise RuntimeError("formatted")
+
+    __hash__ = object.__hash__
+
+
+class _Trapped(str):
+    """A class name that is text, whose own methods fail when veridic reads it."""
+
+    def isprintable(self) -> bool:
+        raise RuntimeError("read")
+
+    def __len__(self) -> int:
+        raise RuntimeError("measured")
+
+    def __format__(self, spec: str) -> str:
+        raise RuntimeError("formatted")
+
+
+def _fails_with(kind: type[Exception]) -> tuple[object, Registry]:
+    """Run a query whose handler raises ``kind``, and return its result."""
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def fetch_report(key: str) -> str:
+        """Fetch a report a worker built.
+
+        Args:
+            key: The report's key.
+        """
+        raise kind("the worker's message")
+
+    view = registry.view()
+    result = execute(
+        view,
+        "fetch_report",
+        {"key": "k"},
+        policy=ApprovalPolicy(view),
+        audit=SQLiteAuditSink(),
+        request_id="r",
+        prompt_sha256="0" * 64,
+    )
+    return result, registry
+
+
+def test_a_class_whose_module_is_not_text_does_not_fail_the_traced_call(
+    spans: InMemorySpanExporter,
+) -> None:
+    """``error_type`` compared and formatted the class's ``__module__`` as it found it: a
+    module that is not text and fails when compared made ``execute`` raise that failure
+    once telemetry was on, where the untraced call returned its result."""
+    remote = type("RemoteError", (Exception,), {})
+    remote.__module__ = cast(str, _NotText())
+
+    result, _ = _fails_with(remote)
+
+    (span,) = by_name(spans, "execute_tool fetch_report")
+    assert attributes(span)["error.type"] == "RemoteError"
+    assert span.status.status_code is StatusCode.ERROR
+    assert result is not None
+
+
+def test_a_class_name_whose_own_methods_fail_does_not_fail_the_traced_call(
+    spans: InMemorySpanExporter,
+) -> None:
+    """A class's ``__qualname__`` may be a ``str`` subclass; ``error_type`` ran its methods
+    (``len``, ``isprintable``) and their failure left ``execute``."""
+    remote = type("RemoteError", (Exception,), {})
+    remote.__qualname__ = _Trapped("Remote\nError")
+    remote.__module__ = "builtins"
+
+    _fails_with(remote)
+
+    (span,) = by_name(spans, "execute_tool fetch_report")
+    assert attributes(span)["error.type"] == "'Remote\\nError'"
+
+
+def test_a_handler_failure_whose_class_is_named_by_outside_text_is_logged_escaped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The executor logs a handler's failure whole, and wrote the class's ``__name__`` as
+    it was: a class named by what a remote end sent (a task queue's client, an RPC
+    library) forged a ``##[error]`` line and a terminal escape in the application's log,
+    around the one line meant to hold the message."""
+    remote = type("RemoteError", (Exception,), {})
+    remote.__name__ = "Boom\x1b[2J\n##[error]deploy approved"
+
+    with caplog.at_level(logging.WARNING, logger="veridic.executor"):
+        _fails_with(remote)
+
+    (logged,) = [r for r in caplog.records if r.name == "veridic.executor"]
+    message = logged.getMessage()
+    assert "\x1b" not in message
+    assert "\n##[error]" not in message
+    assert "'Boom\\x1b[2J\\n##[error]deploy approved'" in message  # still recognisable
+
+
+def test_a_handler_failure_of_a_plain_class_is_logged_as_it_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="veridic.executor"):
+        _fails_with(LookupError)
+
+    (logged,) = [r for r in caplog.records if r.name == "veridic.executor"]
+    assert "the model was told only LookupError: LookupError: " in logged.getMessage()
+
+
+@pytest.mark.parametrize("asked", ["0", "off", "no", "disabled", "True-ish"])
+def test_content_capture_values_the_instrumentations_read_as_off_say_nothing(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, asked: str
+) -> None:
+    """The GenAI instrumentations capture content for ``true`` and ``SPAN_ONLY``,
+    ``EVENT_ONLY``, ``SPAN_AND_EVENT`` alone (any case); every other value leaves it off.
+    veridic warned for every value but ``false`` and ``NO_CONTENT``, saying the operator
+    asked for content they had turned off."""
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", asked)
+    with (
+        caplog.at_level(logging.WARNING, logger="veridic.telemetry"),
+        instrumented(TracerProvider()),
+    ):
+        pass
+    assert [r for r in caplog.records if r.name == "veridic.telemetry"] == []

@@ -1560,16 +1560,20 @@ class _Call:
         whatever it holds: a model's argument quoted in it cannot forge log lines),
         and the traceback is formatted from its frames alone: ``exc_info`` would read
         the exception's message again when the log is written, outside the dispatch,
-        running its ``__str__`` unguarded.
+        running its ``__str__`` unguarded. The class's name is shown as a span's
+        ``error.type`` is (escaped and clipped unless it is printable text of at most 256
+        characters): a task queue's client or an RPC library names the class of a remote
+        error by what the remote end sent, which could otherwise forge log lines too.
         """
+        kind = _telemetry._shown(str.__str__(type(error).__name__))
         _log.warning(
             "the handler of tool %r failed (request %r, call id %r), so the model was told "
             "only %s: %s: %r\n%s",
             tool.name,
             self.request_id,
             self.call_id,
-            type(error).__name__,
-            type(error).__name__,
+            kind,
+            kind,
             message,
             "".join(traceback.format_tb(error.__traceback__)).rstrip("\n"),
         )

@@ -219,8 +219,10 @@ CAPTURE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 arguments and results in their spans (``true``; ``SPAN_ONLY``, ``EVENT_ONLY``,
 ``SPAN_AND_EVENT`` in the newer ones)."""
 
-_NO_CONTENT: Final = frozenset({"", "false", "no_content"})
-"""The values of :data:`CAPTURE_CONTENT` that ask for no content (case aside)."""
+_ASKS_FOR_CONTENT: Final = frozenset({"true", "span_only", "event_only", "span_and_event"})
+"""The values of :data:`CAPTURE_CONTENT` that ask for content (case aside): the
+instrumentations read every other value (``false``, ``NO_CONTENT``, ``0``, a typo) as
+none, so a warning for those would tell the operator they asked for what they turned off."""
 
 
 def _say_content_is_never_captured(where: str) -> None:
@@ -231,7 +233,7 @@ def _say_content_is_never_captured(where: str) -> None:
     the whole story.
     """
     asked = os.environ.get(CAPTURE_CONTENT, "")
-    if asked.strip().lower() in _NO_CONTENT:
+    if asked.strip().lower() not in _ASKS_FOR_CONTENT:
         return
     _log.warning(
         "%s is %s, but veridic's spans (turned on by %s) never hold prompts, arguments, "
@@ -531,12 +533,18 @@ def error_type(error: BaseException) -> str:
     name the remote end sent, which can hold a terminal escape, a forged log line, a lone
     surrogate an exporter cannot encode, or thousands of characters.
 
+    Read without running the class's code: the name is copied out of a ``str`` subclass,
+    and a ``__module__`` that is not exactly text (a class made at run time may carry any
+    object there) is left out, so the class is named by its qualified name alone. Code of
+    the error's class that runs here and fails would fail the call it traces.
+
     >>> error_type(ValueError("a secret")), error_type(type("E\\n!", (Exception,), {})())
     ('ValueError', "'veridic.run.telemetry.E\\\\n!'")
     """
     kind = type(error)
-    module, name = kind.__module__, kind.__qualname__
-    return _shown(name if module == "builtins" else f"{module}.{name}")
+    module, name = kind.__module__, str.__str__(kind.__qualname__)
+    named_alone = type(module) is not str or module == "builtins"
+    return _shown(name if named_alone else f"{module}.{name}")
 
 
 def _tracer_failed(span_name: str, what: str, error: Exception) -> None:
