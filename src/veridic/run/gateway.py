@@ -1097,7 +1097,7 @@ class ModelGateway:
                 "the run that asks the user anew"
             )
         if sync:
-            check_none_async(reply.view, steps.runnable)
+            _check_blocking_calls(reply, steps, expired)
         state.restore(paused)  # refused before here, the composer is as it was given
         return _Resuming(state, reply, steps, expired, now)
 
@@ -1198,6 +1198,32 @@ class _Resuming(Generic[OutputT]):
                 self.reply, self.steps.waiting, policy, self.now, self.steps.again
             )
         return None
+
+
+def _check_blocking_calls(
+    reply: Reply, steps: ResumeSteps, expired: ApprovalExpiredError | None
+) -> None:
+    """Refuse, before any call runs, a blocking resume of an async tool's call.
+
+    A denied call is refused by ``execute()`` too, so an expired run's calls cannot be
+    recorded denied on this road: the expiry is raised, told first as a resume's every
+    other refusal is, nothing recorded and nothing run; the note says how to record them.
+
+    Raises:
+        ApprovalExpiredError: ``expired``, one of whose calls is of an async tool.
+        VeridicError: the answers hold, and one of the calls is of an async tool.
+    """
+    try:
+        check_none_async(reply.view, steps.runnable)
+    except VeridicError as refused:
+        if expired is None:
+            raise
+        expired.add_note(
+            f"its waiting calls were not recorded denied ({refused}): a blocking resume "
+            "cannot record an async tool's call; await gateway.aresume(...) with the same "
+            "paused run records them, and raises this error again"
+        )
+        raise expired from None
 
 
 def _traced(span: _telemetry.ChatSpan, sent: Sent) -> None:
