@@ -739,7 +739,10 @@ class ModelGateway:
                 ``policy.approvals_expire_after`` after the pause, the paused run is
                 dated in the future, or it does not say when it paused (nothing runs;
                 see above). Checked before the send after the calls is: an expired run
-                sends nothing, and a refusal of that send is a note on this error.
+                sends nothing, and a refusal of that send is a note on this error. So is
+                a call of an async tool, which this blocking method cannot record denied:
+                nothing is recorded then, and ``aresume()`` of the same paused run
+                records the calls.
             RunLimitError: the paused run had spent more turns, tool calls or
                 tokens than ``limits`` allow (nothing runs; resume it again with
                 the limits it was started with: leave ``limits`` out).
@@ -1079,7 +1082,8 @@ class ModelGateway:
         (:meth:`_check_sendable`). An expired run sends nothing: a refusal of its next
         send is told in a note on the :class:`~veridic.ApprovalExpiredError` (the run of
         the composer that asks the user anew would meet it), and its calls are recorded
-        denied through the resume's own path.
+        denied through the resume's own path (on the blocking road, unless one is an async
+        tool's: :func:`_check_blocking_calls`).
         """
         check_not_resumed(paused, reply.tool_calls, on_record)
         check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
