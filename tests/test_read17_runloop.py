@@ -112,7 +112,7 @@ def _drive_paused(
         pauses, result = _go_on(running, composer, said, asynchronous=asynchronous)
         ending = (result.text, result.turns, result.usage, len(result.outcomes))
     except VeridicError as error:
-        ending = (type(error).__name__, _roadless(error))
+        ending = (type(error).__name__, _roadless(error, asynchronous=asynchronous))
     calls = [replace(record, time=0.0) for record in log.records()]
     replies = [replace(record, latency=0.0, call_id="") for record in log.replies()]
     tools = [

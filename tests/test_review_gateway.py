@@ -216,10 +216,14 @@ def _script(answers: list[dict[str, object]]) -> list[dict[str, object]]:
     return script
 
 
-def _roadless(error: BaseException) -> str:
-    """``error``'s message with the async method it names read as its blocking twin's: an
-    error names the method the caller used, and is otherwise the same on both roads."""
-    return re.sub(r"\ba(run|resume)\(", r"\1(", str(error))
+def _roadless(error: BaseException, *, asynchronous: bool) -> str:
+    """``error``'s message with the method the caller used (``run()`` or ``resume()``, their
+    ``a`` twins on the async road) read as a placeholder: an error names that method, and
+    is otherwise the same on both roads. Only the road's own names are read so: an async
+    error that says ``run()``, or a blocking one that says ``arun()``, stays unlike its
+    twin's (``gateway.run(`` and ``ModelGateway.run(``, advice, are left as they are)."""
+    own = r"(?<![\w.])a(run|resume)\(" if asynchronous else r"(?<![\w.])(run|resume)\("
+    return re.sub(own, r"<road:\1>(", str(error))
 
 
 def _drive(script: list[dict[str, object]], limits: Limits, asynchronous: bool) -> object:
@@ -241,7 +245,11 @@ def _drive(script: list[dict[str, object]], limits: Limits, asynchronous: bool) 
             result = gateway.run(composer, view, policy=policy, request_id="req", limits=limits)
         ending = (result.text, result.turns, result.usage, len(result.outcomes))
     except VeridicError as error:
-        ending = (type(error).__name__, getattr(error, "limit", None), _roadless(error))
+        ending = (
+            type(error).__name__,
+            getattr(error, "limit", None),
+            _roadless(error, asynchronous=asynchronous),
+        )
     calls = [replace(record, time=0.0) for record in log.records()]
     replies = [replace(record, latency=0.0, call_id="") for record in log.replies()]
     tools = [

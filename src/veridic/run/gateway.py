@@ -739,7 +739,10 @@ class ModelGateway:
                 ``policy.approvals_expire_after`` after the pause, the paused run is
                 dated in the future, or it does not say when it paused (nothing runs;
                 see above). Checked before the send after the calls is: an expired run
-                sends nothing, and a refusal of that send is a note on this error.
+                sends nothing, and a refusal of that send is a note on this error. So is
+                a call of an async tool, which this blocking method cannot record denied:
+                nothing is recorded then, and ``aresume()`` of the same paused run
+                records the calls.
             RunLimitError: the paused run had spent more turns, tool calls or
                 tokens than ``limits`` allow (nothing runs; resume it again with
                 the limits it was started with: leave ``limits`` out).
@@ -1079,7 +1082,8 @@ class ModelGateway:
         (:meth:`_check_sendable`). An expired run sends nothing: a refusal of its next
         send is told in a note on the :class:`~veridic.ApprovalExpiredError` (the run of
         the composer that asks the user anew would meet it), and its calls are recorded
-        denied through the resume's own path.
+        denied through the resume's own path (on the blocking road, unless one is an async
+        tool's: :func:`_check_blocking_calls`).
         """
         check_not_resumed(paused, reply.tool_calls, on_record)
         check_store_saw(paused, reply.tool_calls, on_record, asked, self._audit)
@@ -1097,7 +1101,7 @@ class ModelGateway:
                 "the run that asks the user anew"
             )
         if sync:
-            check_none_async(reply.view, steps.runnable)
+            _check_blocking_calls(reply, steps, expired)
         state.restore(paused)  # refused before here, the composer is as it was given
         return _Resuming(state, reply, steps, expired, now)
 
@@ -1198,6 +1202,32 @@ class _Resuming(Generic[OutputT]):
                 self.reply, self.steps.waiting, policy, self.now, self.steps.again
             )
         return None
+
+
+def _check_blocking_calls(
+    reply: Reply, steps: ResumeSteps, expired: ApprovalExpiredError | None
+) -> None:
+    """Refuse, before any call runs, a blocking resume of an async tool's call.
+
+    A denied call is refused by ``execute()`` too, so an expired run's calls cannot be
+    recorded denied on this road: the expiry is raised, told first as a resume's every
+    other refusal is, nothing recorded and nothing run; the note says how to record them.
+
+    Raises:
+        ApprovalExpiredError: ``expired``, one of whose calls is of an async tool.
+        VeridicError: the answers hold, and one of the calls is of an async tool.
+    """
+    try:
+        check_none_async(reply.view, steps.runnable)
+    except VeridicError as refused:
+        if expired is None:
+            raise
+        expired.add_note(
+            f"its waiting calls were not recorded denied ({refused}): a blocking resume "
+            "cannot record an async tool's call; await gateway.aresume(...) with the same "
+            "paused run records them, and raises this error again"
+        )
+        raise expired from None
 
 
 def _traced(span: _telemetry.ChatSpan, sent: Sent) -> None:

@@ -191,9 +191,7 @@ class _Run(Generic[OutputT]):
         call that did not succeed). What a result will say cannot be known before its call
         runs; no check of the send turns on it.
         """
-        # The composer holds only its system part (_resumed checked it): a deep copy is that
-        # part (trusted text copies as itself) and an empty conversation, to restore into.
-        scratch = copy.deepcopy(self.composer).restore(paused.conversation)
+        scratch = _apart(self.composer).restore(paused.conversation)
         for call in waiting:
             scratch.tool_result(call.id, _NOT_RUN, error=True)
         return scratch.build()
@@ -648,6 +646,22 @@ def _schema_names(output_type: type[BaseModel]) -> frozenset[str]:
         elif isinstance(node, list):
             stack.extend(node)
     return frozenset(names)
+
+
+def _apart(composer: Composer) -> Composer:
+    """A composer that builds what ``composer`` builds, whose turns can be added to without
+    changing ``composer``'s.
+
+    ``composer`` holds only its system part (:func:`_resumed` checked it), so a copy of the
+    containers :class:`~veridic.Composer` keeps its turns in is cheap, and their items
+    cannot be changed. The attributes of an application's subclass are shared, not copied:
+    ``copy.deepcopy`` raised ``TypeError`` out of ``resume()`` for a subclass holding a
+    lock or a client, which cannot be copied, and ``build()`` reads them as at the send.
+    """
+    scratch = copy.copy(composer)
+    for name in Composer.__slots__:
+        setattr(scratch, name, copy.copy(getattr(composer, name)))
+    return scratch
 
 
 def _texts(value: object) -> list[str]:
