@@ -109,7 +109,7 @@ def _langchain(report: h.Report, folder: Path) -> None:
             tool_choice=None,
             response_format=None,
             state={"messages": messages},
-            runtime=None,  # type: ignore[arg-type]  # no hook of this benchmark reads it
+            runtime=None,  # no hook of this benchmark reads it
             model_settings={},
         )
 
