@@ -27,7 +27,9 @@ anything is timed, and the floor (the same output written by hand) as a row.
    and without the provider SDKs installed;
 6. ``templates``, 7. ``plans``, 8. ``audit``;
 9. measured here: ``import veridic`` in a fresh interpreter, against
-   ``python -c pass``.
+   ``python -c pass``;
+10. ``adapters``: LangChain's model-call check on 200 tool answers, against the
+    plain pass-through.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ SCRIPTS: Final = (
     "plans",
     "audit",
     "audit_report",
+    "adapters",
 )
 SCRIPT_TIMEOUT: Final = 1800
 

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Annotated, Final, Literal, TypedDict
+from typing import Annotated, Any, Final, Literal, TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -992,11 +992,213 @@ def _pydantic_ai_system(messages: Sequence[object]) -> str:
     return "\n".join([*(r.instructions or "" for r in requests), *parts])
 
 
+# The roads the adapters gained later: text another hand wrote where a tool's answer goes.
+# LangChain: a middleware listed before veridic's rewrites a tool message after veridic's
+# wrap_tool_call fenced it, or adds a FunctionMessage or a ToolMessageChunk to the model call;
+# veridic must send each as one data block. The Agents SDK: a session replays stored items,
+# and a paused RunState read back from a store is resumed through answer(); a result veridic
+# did not write, or a system or developer item, must be refused there, and what it does send
+# must hold the payload only in blocks.
+
+
+def _langchain_run(payload: str, lc: ModuleType, outer: Any) -> Sent:
+    """One LangChain agent of the view, ``outer`` listed before veridic's middleware: the
+    model's turn calls ``lookup``, and the model's next call is what :func:`check` reads."""
+    from langchain.agents import create_agent
+    from langchain_core.messages import AIMessage, FunctionMessage, SystemMessage, ToolMessage
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from veridic.integrations.langchain import approval_middleware, structured_tools, system_prompt
+
+    view = _adapter_view(payload)
+    prompt = system_prompt(view, SYSTEM)
+    audit = SQLiteAuditSink(":memory:")
+    policy = ApprovalPolicy(view)
+    tools = structured_tools(view, policy=policy, audit=audit, request_id="lc", prompt=prompt)
+    script = [lc.turn(("lookup", {"query": payload})), AIMessage("Done.")]
+    model = lc.ScriptedChatModel(messages=iter(script))
+    graph = create_agent(
+        model,
+        tools=tools,
+        system_prompt=prompt.system,
+        middleware=[outer, approval_middleware(tools)],
+        checkpointer=InMemorySaver(),
+    )
+    graph.invoke(
+        {"messages": [{"role": "user", "content": "Find it."}]},
+        lc.RunnableConfig(configurable={"thread_id": "canary"}),
+    )
+    last = model.seen[-1]
+    system = "\n".join(str(m.content) for m in last if isinstance(m, SystemMessage))
+    answers = [str(m.content) for m in last if isinstance(m, ToolMessage | FunctionMessage)]
+    specs = [convert_to_openai_tool(tool)["function"] for tool in tools]
+    return _chat(system, specs, answers)
+
+
+def langchain_tool_message_rewritten(payload: str, lc: ModuleType) -> Sent:
+    """A middleware's wrap_tool_call takes veridic's block off the answer and adds text."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    class Rewriting(AgentMiddleware[Any, Any, Any]):
+        def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+            result = handler(request)
+            ((_, text),) = unfence(str(result.content))
+            return result.model_copy(update={"content": f"{text}\n{payload}"})
+
+    return _langchain_run(payload, lc, Rewriting())
+
+
+def _injecting(lc: ModuleType, added: Callable[[], Sequence[object]]) -> object:
+    """A middleware whose wrap_model_call adds ``added()`` to every model call it passes on."""
+    from langchain.agents.middleware import AgentMiddleware
+
+    class Injecting(AgentMiddleware[Any, Any, Any]):
+        def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
+            return handler(request.override(messages=[*request.messages, *added()]))
+
+    return Injecting()
+
+
+def langchain_function_message(payload: str, lc: ModuleType) -> Sent:
+    from langchain_core.messages import AIMessage, FunctionMessage
+
+    called = {"function_call": {"name": "lookup", "arguments": "{}"}}
+    added = [
+        AIMessage("", additional_kwargs=called),
+        FunctionMessage(content=payload, name="lookup"),
+    ]
+    return _langchain_run(payload, lc, _injecting(lc, lambda: added))
+
+
+def langchain_tool_message_chunk(payload: str, lc: ModuleType) -> Sent:
+    from langchain_core.messages import AIMessage, ToolMessageChunk
+
+    added = [
+        AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "chunk"}]),
+        ToolMessageChunk(content=payload, tool_call_id="chunk"),
+    ]
+    return _langchain_run(payload, lc, _injecting(lc, lambda: added))
+
+
+def _agents_sent(last: Any) -> Sent:
+    """What the Agents SDK sent on one turn (``ScriptedModel.seen``), as :func:`check` reads."""
+    results = [item["output"] for item in last.input if item.get("type") == "function_call_output"]
+    specs = [
+        {"name": t.name, "description": t.description, "parameters": t.params_json_schema}
+        for t in last.tools
+    ]
+    return _chat(last.instructions or "", specs, [str(result) for result in results])
+
+
+def openai_agents_session(payload: str, oa: ModuleType) -> Sent:
+    """A session's stored items replayed into the next run: veridic's own results are sent (the
+    payload inside their blocks); a result it did not write, or a stored system or developer
+    item, is refused before the model is called."""
+    from agents import Agent, Runner, SQLiteSession
+
+    from veridic.integrations.openai_agents import function_tools, instructions
+
+    view = _adapter_view(payload)
+    audit = SQLiteAuditSink(":memory:")
+    tools = function_tools(view, policy=ApprovalPolicy(view), audit=audit, request_id="oa")
+
+    def agent(*steps: object) -> tuple[Agent[None], Any]:
+        model = oa.ScriptedModel(*steps)
+        made = Agent(name="shop", instructions=instructions(view, SYSTEM), tools=tools, model=model)
+        return made, model
+
+    session = SQLiteSession("canary")
+    first, _ = agent([oa.call("lookup", {"query": payload}, "c0")], [oa.say("Found.")])
+    asyncio.run(Runner.run(first, "Find it.", session=session))
+    later, model = agent([oa.say("Done.")])
+    asyncio.run(Runner.run(later, "And now?", session=session))
+    sent = _agents_sent(model.seen[-1])
+    foreign = [
+        {"type": "function_call", "call_id": "c9", "name": "lookup", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c9", "output": payload},
+    ]
+    system = [{"role": "system", "content": payload}]
+    developer = [{"type": "message", "role": "developer", "content": payload}]
+    for index, stored in enumerate((foreign, system, developer)):
+        edited = SQLiteSession(f"canary-edited-{index}")
+        asyncio.run(edited.add_items(stored))  # type: ignore[arg-type]  # dicts, as a store keeps them
+        _refused_replay(*agent([oa.say("Done.")]), edited, payload)
+    return sent
+
+
+def _refused_replay(agent: Any, model: Any, session: Any, payload: str) -> None:
+    """The next run of ``agent`` on ``session`` is refused before its model is called."""
+    from agents import Runner
+
+    _refused(lambda: asyncio.run(Runner.run(agent, "And now?", session=session)), payload)
+    assert model.seen == []
+
+
+def openai_agents_paused_state(payload: str, oa: ModuleType) -> Sent:
+    """A run paused on a write, its state stored as a string and read back, answered through
+    answer() and resumed; the same state with its tool result edited in the store, or a system
+    item staged, is refused by answer()."""
+    from agents import Agent, Runner, RunState
+
+    from veridic.integrations.openai_agents import answer, function_tools, instructions
+
+    view = _adapter_view(payload)
+    audit = SQLiteAuditSink(":memory:")
+    tools = function_tools(view, policy=ApprovalPolicy(view), audit=audit, request_id="oa")
+    model = oa.ScriptedModel(
+        [oa.call("lookup", {"query": payload}, "c0")],
+        [oa.call("save_note", {"text": payload}, "c1")],
+        [oa.say("Done.")],
+    )
+    agent = Agent(name="shop", instructions=instructions(view, SYSTEM), tools=tools, model=model)
+    stored = asyncio.run(Runner.run(agent, "Note it.")).to_state().to_string()
+
+    edited = json.loads(stored)
+    for entry in edited["generated_items"]:
+        if entry["raw_item"].get("type") == "function_call_output":
+            entry["raw_item"]["output"] = entry["output"] = payload
+    tries: list[tuple[str, list[Any]]] = [
+        (json.dumps(edited), []),
+        (stored, [{"role": "system", "content": payload}]),
+        (stored, [{"type": "message", "role": "developer", "content": payload}]),
+    ]
+    for text, staged in tries:
+        _refused_answer(agent, text, staged, payload)
+
+    state = asyncio.run(RunState.from_string(agent, stored))
+    (item,) = state.get_interruptions()
+    asyncio.run(answer(state, item, approved=False))
+    asyncio.run(Runner.run(agent, state))
+    return _agents_sent(model.seen[-1])
+
+
+def _refused_answer(agent: Any, stored: str, staged: list[Any], payload: str) -> None:
+    """answer() refuses the paused run ``stored`` holds, with ``staged`` input added."""
+    from agents import RunState
+
+    from veridic.integrations.openai_agents import answer
+
+    state = asyncio.run(RunState.from_string(agent, stored))
+    if staged:
+        state.add_input(staged)
+    (item,) = state.get_interruptions()
+    _refused(lambda: asyncio.run(answer(state, item, approved=True)), payload)
+
+
 ADAPTERS: Final = {
     # adapter -> the module it needs: the adapter's own test module, for its scripted model
     "langchain": (langchain_adapter, "langchain_core"),
     "openai_agents": (openai_agents_adapter, "test_integration_openai_agents"),
     "pydantic_ai": (pydantic_ai_adapter, "test_integration_pydantic_ai"),
+    "langchain_tool_message_rewritten": (
+        langchain_tool_message_rewritten,
+        "test_integration_langchain",
+    ),
+    "langchain_function_message": (langchain_function_message, "test_integration_langchain"),
+    "langchain_tool_message_chunk": (langchain_tool_message_chunk, "test_integration_langchain"),
+    "openai_agents_session": (openai_agents_session, "test_integration_openai_agents"),
+    "openai_agents_paused_state": (openai_agents_paused_state, "test_integration_openai_agents"),
 }
 
 

@@ -78,7 +78,13 @@ from veridic.run.audit import AuditSink
 from veridic.run.deferred import shown_arguments
 from veridic.run.executor import CallResult, aexecute, execute
 from veridic.run.records import AuditRecord, arguments_sha256
-from veridic.text.fence import REMINDER, FoundBlock, _is_label, blocks_in, fence
+from veridic.text.fence import (
+    _is_label,
+    _is_own_block,
+    _whole_block,
+    _Written,
+    fence,
+)
 from veridic.text.prompt import Prompt
 from veridic.text.provenance import is_trusted, report
 from veridic.text.terminal_view import visible
@@ -217,6 +223,8 @@ class Binding:
     LangChain keeps them as plain ``str``, so the later model calls know them by their text."""
     warned: set[tuple[str | None, str, str]] = field(default_factory=set)
     """The tool messages (thread, call id, digest) whose fencing was logged already."""
+    written: _Written = field(default_factory=_Written)
+    """The tool answers these tools wrote, which each model call knows by their digest."""
 
     def run(self, name: str, arguments: Mapping[str, object] | str, call_id: str | None) -> str:
         """Run one call of ``name`` through :func:`~veridic.run.executor.execute`."""
@@ -225,7 +233,9 @@ class Binding:
         if confirm is _confirmed and self._confirmed_before(
             name, arguments, call_id, self._records()
         ):
-            return _answer(name, self.refuse(name, arguments, asked=False, call_id=call_id))
+            return _answer(
+                name, self.refuse(name, arguments, asked=False, call_id=call_id), self.written
+            )
         if self.view.tool(name).is_async:
             result = _run_coroutine(
                 self._aexecute(name, arguments, confirm, call_id), f"tool {name!r} is async"
@@ -242,7 +252,7 @@ class Binding:
                 confirm=confirm,
                 call_id=call_id or "",
             )
-        return _answer(name, result)
+        return _answer(name, result, self.written)
 
     async def arun(
         self, name: str, arguments: Mapping[str, object] | str, call_id: str | None
@@ -254,8 +264,8 @@ class Binding:
             name, arguments, call_id, await self._arecords()
         ):
             refused = await self.arefuse(name, arguments, asked=False, call_id=call_id)
-            return _answer(name, refused)
-        return _answer(name, await self._aexecute(name, arguments, confirm, call_id))
+            return _answer(name, refused, self.written)
+        return _answer(name, await self._aexecute(name, arguments, confirm, call_id), self.written)
 
     def _confirmed_before(
         self,
@@ -795,8 +805,8 @@ def _fenced_tool_messages(
             called = {c["id"]: c["name"] for c in message.tool_calls if c["id"]}
         elif isinstance(message, ToolMessage):  # a ToolMessageChunk too, sent as one
             tool = called.get(message.tool_call_id)
-            labels = _own_labels(tool, registered, outputs)
-            if not _is_code_answer(message, labels, tool, code):
+            labels = _own_labels(tool, binding.tools.keys(), registered, outputs)
+            if not _is_code_answer(message, labels, tool, code, binding.written):
                 message = _fenced_foreign(message, tool, binding)
                 changed = True
         elif isinstance(message, FunctionMessage):  # a FunctionMessageChunk too
@@ -806,73 +816,65 @@ def _fenced_tool_messages(
     return request.override(messages=messages) if changed else request
 
 
-def _own_labels(tool: str | None, registered: Set[str], outputs: Set[str]) -> frozenset[str]:
+def _own_labels(
+    tool: str | None, exposed: Set[str], registered: Set[str], outputs: Set[str]
+) -> frozenset[str]:
     """The labels veridic gives an answer to a call of ``tool`` (``None``: a call of no turn).
 
     Only these: a label is shown to the model in the block's opening line, outside the
-    marked lines, so a block under ``tool:<any words>`` is not veridic's answer to this call.
-    ``tool:<name>`` for a tool registered with the view's registry (the view's tools: an
-    answer, a refusal, a reviewer's rejection; a tool it does not expose is refused under
-    it too), ``structured_output:<name>`` for a call of the structured output's tool, and
-    the fixed labels (a refusal of a call of no registered tool, a call LangChain could
-    not parse, an output tool whose name is no label).
+    marked lines, so a block under ``tool:<any words>``, or under a fixed label veridic
+    writes for another kind of call, is not veridic's answer to this call. ``tool:<name>``
+    for a tool registered with the view's registry (the view's tools: an answer, a refusal,
+    a reviewer's rejection; a tool it does not expose is refused under it too),
+    ``structured_output:<name>`` (or ``structured_output``, :func:`_output_label`) for a
+    call of the structured output's tool, ``tool_result`` for a refusal of a call of a tool
+    the view does not run, and ``unparsed_tool_call`` for an answer to a call LangChain could
+    not parse (which no turn's ``tool_calls`` holds).
     """
-    labels = {"tool_result", "unparsed_tool_call", "structured_output"}
+    if tool is None:
+        return frozenset({"tool_result", "unparsed_tool_call"})
+    labels: set[str] = set()
     if tool in registered:
         labels.add(f"tool:{tool}")
     if tool in outputs:
         labels.add(_output_label(tool))
+    elif tool not in exposed:
+        labels.add("tool_result")
     return frozenset(labels)
 
 
 def _is_code_answer(
-    message: ToolMessage, labels: Set[str], tool: str | None, kept: Set[str]
+    message: ToolMessage, labels: Set[str], tool: str | None, kept: Set[str], written: _Written
 ) -> bool:
     """Whether the tool message is veridic's answer to its call of ``tool`` (under one of
     ``labels``), or a structured output's text that was code's (``kept``)."""
     content = message.content
-    return isinstance(content, str) and (content in kept or _is_own_answer(content, labels, tool))
+    return isinstance(content, str) and (
+        content in kept or _is_own_answer(content, labels, tool, written)
+    )
 
 
-def _is_own_answer(content: str, labels: Set[str], tool: str | None) -> bool:
+def _is_own_answer(content: str, labels: Set[str], tool: str | None, written: _Written) -> bool:
     """Whether ``content`` is a tool message as veridic writes one for a call of ``tool``:
     a whole data block, exactly as :func:`~veridic.text.fence.fence` writes it, under one
-    of ``labels``; or the note of a reviewer's edit of that call (:func:`_noted_edit`):
+    of ``labels`` (:func:`~veridic.text.fence._is_own_block`, the rule the Agents SDK's
+    adapter keeps too); or the note of a reviewer's edit of that call (:func:`_noted_edit`):
     the notice naming ``tool``, the block of the arguments that ran, and the tool's block.
 
     The notice names the tool outside any block, so it is veridic's only with the call's
     own tool there: any other words in its place would reach the model unfenced.
     """
-    if _is_own_block(content, labels):
+    if _is_own_block(content, labels, "datamark", written):
         return True
     if tool is None or f"tool:{tool}" not in labels:
         return False
     notice = _edit_notice(tool)
     if not content.startswith(notice):
         return False
-    rest = content[len(notice) :]
-    ran = next(blocks_in(rest), None)
-    if ran is None or ran.opening.start() != 0 or ran.label != f"tool_call:{tool}":
-        return False
-    shown = fence(ran.label, ran.text) + "\n\n"
-    return rest.startswith(shown) and _is_own_block(rest[len(shown) :], labels)
-
-
-def _is_own_block(content: str, labels: Set[str]) -> bool:
-    """Whether ``content`` is one whole block under one of ``labels``, as fence() writes it."""
-    found = _whole_block(content)
-    return found is not None and found.label in labels and content == fence(found.label, found.text)
-
-
-def _whole_block(text: str) -> FoundBlock | None:
-    """The data block ``text`` is, whole (its closing reminder included), if it is one."""
-    found = next(blocks_in(text), None)
-    if found is None or found.opening.start() != 0:
-        return None
-    end = found.end
-    if text.startswith("\n" + REMINDER, end):
-        end += len("\n" + REMINDER)
-    return found if end == len(text) else None
+    ran, _, answer = content[len(notice) :].partition(_EDIT_GAP)
+    return _is_own_block(ran, {f"tool_call:{tool}"}, "datamark") and _is_own_block(
+        answer, labels, "datamark", written
+    )
 
 
 def _fenced_foreign(message: _Answer, tool: str | None, binding: Binding) -> _Answer:
@@ -1132,14 +1134,17 @@ class VeridicTool(StructuredTool):
         return binding
 
 
-def _answer(name: str, result: CallResult) -> str:
+def _answer(name: str, result: CallResult, written: _Written) -> str:
     """What the model reads: the value or the error, as a data block (the tool's output is data).
+
+    The block is remembered in ``written``, so each later model call knows it as veridic's
+    without rendering it again.
 
     Raises:
         ToolException: the call did not succeed; LangChain gives the model its text as
             the tool message, with status ``error``.
     """
-    told = fence(f"tool:{name}", result.told)  # the value, or why not (CallResult.told)
+    told = written.add(fence(f"tool:{name}", result.told))  # the value, or why not
     if result.error is not None:
         raise ToolException(told)
     return told
@@ -1574,8 +1579,13 @@ def _noted_edit(
         return result
     shown = json.dumps(call["args"], ensure_ascii=False, sort_keys=True, default=repr)
     block = fence(f"tool_call:{call['name']}", shown)
-    content = f"{_edit_notice(call['name'])}{block}\n\n{result.content}"
+    content = f"{_edit_notice(call['name'])}{block}{_EDIT_GAP}{result.content}"
     return result.model_copy(update={"content": content})
+
+
+_EDIT_GAP: Final = "\n\n"
+"""Between the block of the arguments a reviewer's edit ran and the tool's block (a marked
+block holds no empty line, so the first one after the notice is this)."""
 
 
 def _edit_notice(name: str) -> str:
@@ -1599,7 +1609,7 @@ def _fenced_rejection(result: _T) -> _T:
         return result
     label = f"tool:{result.name}" if _is_label(f"tool:{result.name}") else "tool_result"
     content = result.content
-    if isinstance(content, str) and _is_own_block(content, {label}):
+    if isinstance(content, str) and _is_own_block(content, {label}, "datamark"):
         return result  # fenced already (the hook ran again from a checkpoint)
     text = content if isinstance(content, str) else json.dumps(content, default=str)
     fenced: _T = result.model_copy(update={"content": fence(label, text)})

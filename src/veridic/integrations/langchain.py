@@ -234,11 +234,12 @@ def approval_middleware(
     ``wrap_tool_call``, ``before_model`` or ``wrap_model_call``) or answer a call in the
     tool's place (its ``after_model``, a call limit). Each tool message of a model call is
     looked at as it is about to be sent: one that is not veridic's answer to its own call (a
-    whole block under the label veridic gives that call, or its note of a reviewer's edit
-    naming the call's tool), nor a structured output's trusted text, is sent as a data
-    block labelled ``tool:<name>`` (``tool_result`` for a call of no tool of the view), in
-    either mode, and a warning names the call; a block under another label, or whose text
-    was edited in place (a redaction), is sent as the block of the text it now holds.
+    whole block, nothing around it, under the label veridic gives that call, or its note of
+    a reviewer's edit naming the call's tool), nor a structured output's trusted text, is
+    sent as a data block labelled ``tool:<name>`` (``tool_result`` for a call of no tool of
+    the view), in either mode, and a warning names the call; a block under another label,
+    or whose text was edited in place (a redaction), is sent as the block of the text it
+    now holds.
     Fenced rather than refused: LangChain's own middleware (context editing, PII
     redaction, call limits) does it on purpose, and the text reaches the model as data
     either way. LangChain's answer to a rejected call is fenced where it is made.

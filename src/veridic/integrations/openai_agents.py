@@ -75,7 +75,14 @@ from veridic.run.audit import AuditSink
 from veridic.run.executor import CallResult, aexecute
 from veridic.run.records import AuditRecord, arguments_sha256
 from veridic.text.compose import system_parts
-from veridic.text.fence import DataMode, blocks_in, check_mode, fence, preamble
+from veridic.text.fence import (
+    DataMode,
+    _is_own_block,
+    _Written,
+    check_mode,
+    fence,
+    preamble,
+)
 from veridic.text.provenance import TrustedInstruction, is_trusted, join, report, spans_of
 from veridic.tools.view import ToolView
 
@@ -154,8 +161,6 @@ _CHECKED_TYPES: Final = frozenset(
 _KNOWN_TYPES: Final = _PASSED_TYPES | _UNRUN_OUTPUTS | _CHECKED_TYPES
 _MESSAGE_ROLES: Final = ("user", "assistant", "system", "developer")
 """The roles the Responses API reads a message in: any other is refused, as an unknown type is."""
-_RESULT_OPENING: Final = re.compile(r'<data label="tool:([A-Za-z0-9_-]{1,64})"')
-"""The start of a tool result's block: ``fence`` shows a tool's name (``Tool``'s rule) as is."""
 _PROVIDER_KEPT: Final = ("conversation_id", "previous_response_id", "auto_previous_response_id")
 """What ``Runner.run`` was given to make the provider prepend the history it keeps, as a
 ``RunState`` holds it (``_<key>``) and the SDK resumes with it."""
@@ -454,6 +459,7 @@ class _Binding:
         "prompt_sha256",
         "request_id",
         "view",
+        "written",
     )
 
     def __init__(
@@ -504,6 +510,8 @@ class _Binding:
         self._lock = threading.Lock()
         self._answered: set[str] = set()
         self._refused: set[str] = set()
+        self.written = _Written()
+        """The tool answers these tools wrote, which each check of a replay knows by digest."""
         self.made: tuple[tuple[Tool, Mapping[str, object]], ...] = ()
         """Each tool :func:`function_tools` made, with every field as it was made."""
 
@@ -746,9 +754,12 @@ class _Binding:
         ``@function_tool``), one stored before it was fenced, or one edited in the store,
         is outside text with no fence (in another mode, a block the preamble never
         explained). Its form is checked, never what it says: any text in its block passes.
-        The block's label must name the tool of its call when the call is in the input (the
-        API refuses an output without one), and a tool in any case: a label is outside text
-        too. The SDK's answer to a handoff to this agent, ``{"assistant": "<its name>"}``,
+        The form is the one LangChain's adapter keeps a tool message by
+        (:func:`~veridic.text.fence._is_own_block`): exactly the block ``fence`` writes,
+        nothing around it. The block's label must name the tool of its call when the call is
+        in the input, and one of these tools when it is not (the API refuses an output
+        without its call; a label is outside text too, which the model reads). The SDK's
+        answer to a handoff to this agent, ``{"assistant": "<its name>"}``,
         holds only the agent's own name, and passes.
 
         Raises:
@@ -758,12 +769,17 @@ class _Binding:
         output = _item_field(item, "output")
         call_id = _item_field(item, "call_id")
         called = calls.get(call_id) if isinstance(call_id, str) else None
+        labels = {f"tool:{called}"} if called is not None else self._result_labels()
         if isinstance(output, str) and (
-            _is_result_block(output, self.data_mode, called)
+            _is_own_block(output, labels, self.data_mode, self.written)
             or (isinstance(name, str) and output == json.dumps({"assistant": name}))
         ):
             return
-        label = "tool:<name>" if called is None else f"tool:<name> of its call, {_clipped(called)}"
+        label = (
+            "tool:<name> of one of these tools"
+            if called is None
+            else f"tool:<name> of its call, {_clipped(called)}"
+        )
         raise ProvenanceError(
             f"{where}) is a function_call_output {_clipped(call_id)} "
             f"whose output is no data block of these tools ({_clipped(output)}; they write "
@@ -774,6 +790,11 @@ class _Binding:
             "since, or pass its text as data in a user turn",
             slot=slot,
         )
+
+    def _result_labels(self) -> frozenset[str]:
+        """The labels of these tools' results: a replayed result whose call is not in the
+        input (which the API refuses anyway) must be one of them."""
+        return frozenset(f"tool:{name}" for name in self.view.names())
 
     def _check_instructions(self, agent: object, name: object) -> None:
         """Refuse instructions the check cannot read, or that describe another view's tools.
@@ -1152,7 +1173,8 @@ class _Invoker:
 
     def told(self, result: CallResult) -> str:
         """The call's result as the gateway tells it, fenced as a tool result block."""
-        return fence(f"tool:{self.name}", result.told, self.binding.data_mode)
+        block = fence(f"tool:{self.name}", result.told, self.binding.data_mode)
+        return self.binding.written.add(block)
 
 
 def _invoker_of(item: ToolApprovalItem, where: str) -> _Invoker:
@@ -1296,31 +1318,6 @@ def _handoff_problem(handoffs: list[object]) -> str:
         "under instructions and tools veridic never checks: hand off to this agent from "
         "one without veridic tools, or run the other agent as its own request)"
     )
-
-
-def _is_result_block(text: str, mode: DataMode, called: str | None) -> bool:
-    """Whether ``text`` is, whole, one ``tool:<name>`` data block ``fence`` wrote in ``mode``.
-
-    Its opening line must start the text and name a tool (``called``, when the call is
-    known), and rendering its label and content again in ``mode`` (with the reminder
-    ``fence`` writes after the closing line) must give the whole text back: a block of
-    another mode, or text beside the block, fails. Only the block at the start is read:
-    ``blocks_in`` would go on to every later opening line, and text built of many forged
-    verbatim ones costs it time that grows with their number times the text's length
-    (800 KB of them took 6 s, before every model call).
-    """
-    opening = _RESULT_OPENING.match(text)
-    if opening is None or (called is not None and opening.group(1) != called):
-        return False
-    label = f"tool:{opening.group(1)}"
-    if mode == "verbatim":
-        # Its content is the text as given, between the opening line and the closing one.
-        first, last = text.find("\n"), text.rfind("\n")
-        return 0 < first < last and fence(label, text[first + 1 : last], mode) == text
-    if "\n<data" in text:
-        return False  # every later line of a datamark or encode block is the mark's, or base64
-    found = next(blocks_in(text), None)
-    return found is not None and found.label == label and fence(label, found.text, mode) == text
 
 
 def _calls_in(items: Sequence[object]) -> dict[str, str]:

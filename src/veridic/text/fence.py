@@ -111,7 +111,7 @@ import bisect
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from functools import lru_cache
 from typing import Final, Literal, NamedTuple, get_args
 
@@ -359,6 +359,130 @@ def blocks_in(rendered: str) -> Iterator[FoundBlock]:
             continue
         (label, text), content_end, position = found
         yield FoundBlock(opening, label, text, content_end, position)
+
+
+# --- a tool's answer as veridic writes it ---------------------------------------------------
+#
+# The adapters (LangChain, the Agents SDK) ask one question of a tool's answer that another
+# hand may have rewritten or stored: is this text, whole, a block veridic writes for the
+# call? One rule, here, so that the two cannot drift apart.
+
+_REMINDER_LINE: Final = "\n" + REMINDER
+
+
+def _whole_block(text: str) -> FoundBlock | None:
+    """The data block ``text`` is, whole (in any mode, its reminder there or not), if it is one.
+
+    ``None`` when the text does not start with a block, or holds anything after it: a line
+    break, a space, a second block. Only the block at the start is read: :func:`blocks_in`
+    would go on to every later opening line, and text built of many forged verbatim ones
+    costs it time their number times the text's length (800 KB of them took 6 s, before
+    every model call).
+    """
+    opening = _OPEN.match(text)
+    if opening is None:
+        return None
+    start = opening.end()
+    digests: dict[str, list[int]] = {}
+    plain: list[int] = []
+    if opening.group(2) == "sha256":
+        value = opening.group(3)
+        closing = text.find(f'\n</data sha256="{value}">', start)
+        if closing != -1:
+            digests[value] = [closing]
+    else:
+        closing = text.find("\n" + _CLOSE_PLAIN, start)
+        if closing != -1:
+            plain.append(closing)
+    found = _block(text, opening, digests, plain)
+    if found is None:
+        return None
+    (label, content), content_end, end = found
+    if text.startswith(_REMINDER_LINE, end):
+        end += len(_REMINDER_LINE)
+    return FoundBlock(opening, label, content, content_end, end) if end == len(text) else None
+
+
+def _is_own_block(
+    text: str,
+    labels: Collection[str],
+    mode: DataMode,
+    written: _Written | None = None,
+) -> bool:
+    """Whether ``text`` is exactly ``fence(label, x, mode)`` for a label of ``labels`` and any x.
+
+    The rule both adapters keep a tool's answer by: one whole block, nothing before or after
+    it (not a line break, not the reminder's absence), in the adapter's data mode, under a
+    label veridic gives the call's answer (a label is shown to the model outside the marked
+    lines, so ``tool:<any words>`` is not one), and written as :func:`fence` writes it: a
+    block :func:`unfence` reads back that fence would have written otherwise (a code for a
+    plain letter, a raw chat-template token in a marked line, CRLF line ends) is not
+    veridic's. Its text is never read for what it says: any text in the block passes.
+
+    ``written`` remembers the blocks the adapter wrote itself (:class:`_Written`): one of
+    them is known by its digest, without being rendered again. The label and the mode are
+    read from the opening line in any case; a block not remembered (another process wrote
+    it, a checkpoint, a middleware) is rendered again and compared.
+    """
+    opening = _OPEN.match(text)
+    if opening is None or _mode_of(opening) != mode:
+        return False
+    label = _from_attribute(opening.group(1))
+    if label is None or label not in labels:
+        return False
+    if written is not None and written.holds(text):
+        return True
+    found = _whole_block(text)
+    return found is not None and text == fence(label, found.text, mode)
+
+
+def _mode_of(opening: re.Match[str]) -> DataMode | None:
+    """The data mode an opening line announces, or ``None`` for an attribute fence never writes."""
+    kind, value = opening.group(2), opening.group(3)
+    if kind is None:
+        return "datamark"
+    if kind == "encoding":
+        return "encode" if value == "base64" else None
+    return "verbatim"
+
+
+_WRITTEN_MOST: Final = 4096
+"""How many blocks :class:`_Written` remembers before it starts over (about 100 bytes each)."""
+
+
+class _Written:
+    """The blocks an adapter wrote, by their SHA-256, for :func:`_is_own_block`.
+
+    An adapter checks every tool answer of a conversation again before each model call:
+    reading and rendering each one again to compare took 6.6 ms a call for 200 answers of
+    2 KB of JSON (``benchmarks/adapters.py``); a digest of the exact text, 1.4 ms. Only what
+    the adapter itself wrote is added, never what it was given, so a digest here is a block
+    :func:`fence` wrote. Bounded: past :data:`_WRITTEN_MOST` it starts over, and a block
+    forgotten is rendered and compared again, no more.
+    """
+
+    __slots__ = ("_digests",)
+
+    def __init__(self) -> None:
+        self._digests: set[bytes] = set()
+
+    def add(self, block: str) -> str:
+        """Remember ``block`` (a text :func:`fence` returned); give it back."""
+        if len(self._digests) >= _WRITTEN_MOST:
+            self._digests.clear()
+        self._digests.add(_text_digest(block))
+        return block
+
+    def holds(self, text: str) -> bool:
+        """Whether this adapter wrote ``text`` (and remembers it); no digest when it wrote none."""
+        return bool(self._digests) and _text_digest(text) in self._digests
+
+    def __len__(self) -> int:
+        return len(self._digests)
+
+
+def _text_digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
 def preamble(*modes: DataMode) -> TrustedInstruction:

@@ -1,0 +1,147 @@
+"""Adapter benchmark: what veridic's check of a model call costs on a long conversation.
+
+Run: ``.venv/bin/python benchmarks/adapters.py``. LangChain's ``create_agent`` hands each
+model call through veridic's ``approval_middleware`` (its ``wrap_model_call``), which
+checks the system prompt and the tools, and keeps every tool message that is a data block
+veridic wrote for its call, fencing anything else. The conversation here holds 200 tool
+answers of 2 KB of JSON each (brackets and tags in it, written as codes in the block).
+
+Contenders, each one model call on the same request:
+
+- the plain pass-through (the model's handler alone): the floor;
+- veridic's check, the answers written by these tools in this process: each one is known
+  by the digest of the block veridic wrote (``_Written``), with no render;
+- veridic's check, the same answers as another process wrote them (a checkpoint read
+  back, a worker restarted): each block is read and rendered again to compare, which was
+  the cost of every model call before (6.6 ms, against 1.4 ms by digest, on 2026-12-07).
+
+The messages sent on are checked identical in every contender before anything is timed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import logging
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import _harness as h
+
+from veridic import ApprovalPolicy, Registry, SQLiteAuditSink, instruction
+
+ANSWERS = 200
+SIZE = 2_000
+
+
+def _document(query: str) -> str:
+    """About 2 KB of JSON, as a search tool answers: brackets, quotes and a tag or two."""
+    rows = [
+        {"id": f"{query}-{n}", "title": f"Result {n} for {query}", "tags": ["doc", "kb"]}
+        for n in range(40)
+    ]
+    return (json.dumps(rows) + " <b>end</b>")[:SIZE]
+
+
+def search(query: str) -> str:
+    """Search the knowledge base.
+
+    Args:
+        query: What to look for.
+    """
+    return _document(query)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    logging.getLogger("veridic").setLevel(logging.ERROR)
+    report = h.Report("adapters.py")
+    if importlib.util.find_spec("langchain") is None:
+        section = report.section("10. adapters", about=[], baselines=[])
+        section.notes.append("langchain is not installed: nothing measured (extra langchain)")
+        h.finish(report, argv)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        _langchain(report, Path(folder))
+    h.finish(report, argv)
+
+
+def _langchain(report: h.Report, folder: Path) -> None:
+    from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolCall
+
+    from veridic.integrations.langchain import approval_middleware, structured_tools, system_prompt
+
+    registry = Registry("bench-adapters")
+    registry.tool(kind="query")(search)
+    view = registry.view()
+    prompt = system_prompt(view, instruction("You answer from the knowledge base."))
+    with SQLiteAuditSink(folder / "audit.db") as audit:
+        tools = structured_tools(
+            view, policy=ApprovalPolicy(view), audit=audit, request_id="bench", prompt=prompt
+        )
+        middleware = approval_middleware(tools)
+        # The same request's tools in another process (a worker restarted, a checkpoint read
+        # back): they never wrote these answers, so they render each one again to compare.
+        restarted = structured_tools(
+            view, policy=ApprovalPolicy(view), audit=audit, request_id="bench", prompt=prompt
+        )
+        elsewhere = approval_middleware(restarted)
+        (searching,) = [tool for tool in tools if tool.name == "search"]
+        messages: list[Any] = [HumanMessage("Find everything.")]
+        for n in range(ANSWERS):
+            call = ToolCall(name="search", args={"query": f"q{n}"}, id=f"c{n}", type="tool_call")
+            messages += [AIMessage("", tool_calls=[call]), searching.invoke(call)]
+    answer = ModelResponse(result=[AIMessage("Done.")])
+    seen: list[Any] = []
+
+    def _execute_model_sync(request: Any) -> Any:  # the name create_agent's handler has
+        seen.append(request.messages)
+        return answer
+
+    def asked(offered: list[Any]) -> Any:
+        return ModelRequest(
+            model=None,  # type: ignore[arg-type]  # the handler never calls a model
+            messages=messages,
+            system_message=SystemMessage(prompt.system),
+            tools=offered,
+            tool_choice=None,
+            response_format=None,
+            state={"messages": messages},
+            runtime=None,  # no hook of this benchmark reads it
+            model_settings={},
+        )
+
+    own, other = asked(list(tools)), asked(list(restarted))
+    middleware.wrap_model_call(own, _execute_model_sync)
+    elsewhere.wrap_model_call(other, _execute_model_sync)
+    if not (seen[0] == seen[1] == messages):
+        h.fail("veridic's check changed a tool message veridic wrote")
+    contenders = [
+        h.Contender("plain pass-through (the handler)", lambda: _execute_model_sync(own)),
+        h.Contender(
+            "veridic, answers written here (by digest)",
+            lambda: middleware.wrap_model_call(own, _execute_model_sync),
+        ),
+        h.Contender(
+            "veridic, answers another process wrote (rendered)",
+            lambda: elsewhere.wrap_model_call(other, _execute_model_sync),
+        ),
+    ]
+    timings = h.measure(contenders, rounds=15)
+    section = report.section(
+        f"10. LangChain model call: {ANSWERS} tool answers of {SIZE:,} bytes, per call",
+        about=[
+            "The pass-through is the floor; veridic checks the system prompt and the tools, "
+            "and keeps each answer that is its own block for the call."
+        ],
+        baselines=["pass-through"],
+    )
+    floor = timings["plain pass-through (the handler)"].median
+    for contender in contenders:
+        section.timed(contender.name, timings[contender.name], against=(floor,))
+
+
+if __name__ == "__main__":
+    main()
