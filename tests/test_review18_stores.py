@@ -8,7 +8,10 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from veridic import SQLiteAuditSink
+import psycopg
+import pytest
+
+from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink
 
 from test_postgres_store import make  # isort: skip
 
@@ -65,3 +68,58 @@ def test_stores_opened_at_once_on_a_new_file_all_open(tmp_path: Path) -> None:
         with SQLiteAuditSink(path) as store:
             assert store.count() == 8
     assert failures == []
+
+
+# --- Postgres: a database whose veridic tables veridic did not leave so ------------------
+
+
+def _tables(dsn: str) -> list[tuple[str, str]]:
+    """Every table of the database's public schema, with its columns, to see nothing changed."""
+    with psycopg.connect(dsn, autocommit=True) as db:
+        return db.execute(
+            "SELECT table_name, string_agg(column_name, ',' ORDER BY column_name) "
+            "FROM information_schema.columns WHERE table_schema = 'public' "
+            "GROUP BY table_name ORDER BY table_name"
+        ).fetchall()
+
+
+@pytest.mark.parametrize("version", [-1, 0, 3])
+@pytest.mark.parametrize("read_only", [False, True])
+def test_a_postgres_schema_version_no_veridic_wrote_is_refused_by_name(
+    postgres_dsn: str, version: int, read_only: bool
+) -> None:
+    # Postgres stores begin at version 5: a veridic_schema holding 3 (or 0, or -1) was
+    # written by something else. Opened, the store ended in a bare KeyError (3), or in
+    # Postgres's "relation veridic_schema already exists" (0); opened read-only, it was
+    # told to open the database writable "to migrate it", which ended so too.
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute("CREATE TABLE veridic_schema (version INTEGER NOT NULL)")
+        db.execute("INSERT INTO veridic_schema (version) VALUES (%s)", (version,))
+    before = _tables(postgres_dsn)
+    with pytest.raises(AuditRecordError) as refused:
+        PostgresAuditSink(postgres_dsn, read_only=read_only).close()
+    message = str(refused.value)
+    assert f"version {version}" in message
+    assert "veridic_schema" in message
+    assert "migrate" not in message
+    assert _tables(postgres_dsn) == before
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+def test_postgres_tables_of_veridic_s_names_without_veridic_schema_are_refused_by_name(
+    postgres_dsn: str, read_only: bool
+) -> None:
+    # Tables of veridic's names without the veridic_schema that says their version
+    # (another application's veridic_audit, or veridic's with veridic_schema dropped):
+    # opening ended in Postgres's "relation veridic_audit already exists", and a
+    # read-only open said the database holds no veridic tables.
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute("CREATE TABLE veridic_audit (id INTEGER)")
+        db.execute("CREATE TABLE veridic_paused_runs (id INTEGER)")
+    before = _tables(postgres_dsn)
+    with pytest.raises(AuditRecordError) as refused:
+        PostgresAuditSink(postgres_dsn, read_only=read_only).close()
+    message = str(refused.value)
+    assert "veridic_audit, veridic_paused_runs" in message
+    assert "without veridic_schema" in message
+    assert _tables(postgres_dsn) == before
