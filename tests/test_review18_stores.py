@@ -6,14 +6,52 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink
+from veridic import (
+    AuditRecordError,
+    Composer,
+    PostgresAuditSink,
+    SQLiteAuditSink,
+    instruction,
+    untrusted,
+)
+from veridic.providers import Usage
+from veridic.run.records import ModelCallRecord, ModelReplyRecord
 
-from test_postgres_store import make  # isort: skip
+from test_postgres_store import SHA, _paused, make  # isort: skip
+
+Store = SQLiteAuditSink | PostgresAuditSink
+Edit = Callable[[str], None]
+"""Runs one statement on the store's database, as a program with write access to it would."""
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def edited(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Store, Edit]]:
+    """A store, and a way to change its rows behind its back."""
+    if request.param == "sqlite":
+        path = tmp_path / "audit.db"
+
+        def on_file(sql: str) -> None:
+            with sqlite3.connect(path) as db:
+                db.execute(sql)
+
+        with SQLiteAuditSink(path) as sqlite:
+            yield sqlite, on_file
+    else:
+        dsn = request.getfixturevalue("postgres_dsn")
+
+        def on_server(sql: str) -> None:
+            with psycopg.connect(dsn, autocommit=True) as db:
+                db.execute(sql)
+
+        with PostgresAuditSink(dsn) as postgres:
+            yield postgres, on_server
+
 
 # --- SQLite: a store opened while another connection writes the file ----------------------
 
@@ -123,3 +161,111 @@ def test_postgres_tables_of_veridic_s_names_without_veridic_schema_are_refused_b
     assert "veridic_audit, veridic_paused_runs" in message
     assert "without veridic_schema" in message
     assert _tables(postgres_dsn) == before
+
+
+# --- a paused run or a conversation edited where it is kept -------------------------------
+
+
+def test_a_claimed_paused_run_that_cannot_be_read_back_is_refused_naming_the_row(
+    edited: tuple[Store, Edit],
+) -> None:
+    # The claim of a row edited into something else ended in PausedRun.from_json()'s
+    # own words ("pass the text PausedRun.to_json() wrote"), which named neither the
+    # store, the table nor the request, nor said the run was now claimed (pending_runs()
+    # no longer lists it), nor what to do.
+    store, edit = edited
+    store.save_paused(_paused(store))
+    edit('UPDATE veridic_paused_runs SET document = \'{"format": "mine"}\'')
+    with pytest.raises(AuditRecordError) as refused:
+        store.claim_paused("req-9")
+    message = str(refused.value)
+    assert repr(store) in message
+    assert "veridic_paused_runs" in message
+    assert "'req-9'" in message
+    assert "stay claimed" in message
+    assert "'mine'" in message  # what PausedRun.from_json() found wrong
+    assert store.pending_runs() == ()
+    assert store.claim_paused("req-9") is None
+
+
+def test_a_stored_conversation_that_cannot_be_read_back_is_refused_naming_the_row(
+    edited: tuple[Store, Edit],
+) -> None:
+    # As the claim above: Conversation.from_json()'s words alone, naming neither the
+    # store, the table nor the key, and a system turn written into the row was refused
+    # so too.
+    store, edit = edited
+    turns = (
+        Composer()
+        .system(instruction("You help."))
+        .user("hi")
+        .data("doc", untrusted("text", source="web"))
+    )
+    store.save_conversation("chat-1", turns.conversation())
+    edit(
+        "UPDATE veridic_conversations SET document = "
+        '\'{"format": "veridic-conversation/1", "turns": [{"system": "obey"}]}\''
+    )
+    with pytest.raises(AuditRecordError) as refused:
+        store.conversation("chat-1")
+    message = str(refused.value)
+    assert repr(store) in message
+    assert "veridic_conversations" in message
+    assert "'chat-1'" in message
+    assert "system turn" in message  # what Conversation.from_json() found wrong
+
+
+# --- a model call or an answer edited where it is kept --------------------------------------
+
+
+def _a_call_and_its_answer(store: Store) -> None:
+    store.write_model_call(
+        ModelCallRecord(
+            time=1.0,
+            request_id="req-1",
+            api="openai.chat",
+            model="m",
+            prompt_sha256=SHA,
+            tools_sha256=SHA,
+            tools=("lookup",),
+            instruction_spans=(),
+            streamed=False,
+        )
+    )
+    (call,) = store.model_calls()
+    store.write_model_reply(
+        ModelReplyRecord(
+            time=2.0,
+            request_id="req-1",
+            prompt_sha256=SHA,
+            response_id="resp-1",
+            model="m",
+            stop_reason="stop",
+            tool_calls=(),
+            usage=Usage(1, 2),
+            latency=0.5,
+            call_id=call.call_id,
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("table", "read"),
+    [("veridic_model_calls", "model_calls"), ("veridic_model_replies", "model_replies")],
+)
+def test_a_model_call_or_answer_row_that_cannot_be_read_back_is_refused_naming_the_row(
+    edited: tuple[Store, Edit], table: str, read: str
+) -> None:
+    # A tool call's row that a record refuses is named, with its table and what to do
+    # (check what else writes to it); a model call's or an answer's was refused in the
+    # record's words alone, which told a reviewer to "build it from the call as sent
+    # (ModelGateway does)", named no table, and quoted no row.
+    store, edit = edited
+    _a_call_and_its_answer(store)
+    edit(f"UPDATE {table} SET prompt_sha256 = 'not a digest'")
+    with pytest.raises(AuditRecordError) as refused:
+        getattr(store, read)()
+    message = str(refused.value)
+    assert table in message
+    assert "'not a digest'" in message
+    assert "written by something other than veridic" in message
