@@ -269,3 +269,19 @@ def test_a_model_call_or_answer_row_that_cannot_be_read_back_is_refused_naming_t
     assert table in message
     assert "'not a digest'" in message
     assert "written by something other than veridic" in message
+
+
+@pytest.mark.parametrize("column", ["detail", "request_id", "tool", "call_id"])
+def test_an_audit_row_holding_bytes_where_veridic_writes_text_is_refused(
+    tmp_path: Path, column: str
+) -> None:
+    # SQLite keeps a BLOB in a TEXT column as it is, and the record was read with str():
+    # a detail of x'00ff' came back as the text "b'\\x00\\xff'", which nothing wrote,
+    # where an edited row of any other wrong type is refused.
+    path = tmp_path / "audit.db"
+    with SQLiteAuditSink(path) as store:
+        store.write(make())
+        with sqlite3.connect(path) as db:
+            db.execute(f"UPDATE veridic_audit SET {column} = x'00ff'")
+        with pytest.raises(AuditRecordError, match="written by something other than veridic"):
+            store.records()

@@ -1259,7 +1259,11 @@ def from_row(row: Sequence[object]) -> AuditRecord:
     (time, request_id, tool, kind, risk, approval, wrote, irreversible) = row[:8]
     (prompt_sha256, tools_sha256, outcome, detail, operations, duration) = row[8:14]
     (arguments_digest, record_id, call_id) = row[14:17]
+    texts = (request_id, tool, prompt_sha256, tools_sha256, detail, arguments_digest, call_id)
     try:
+        if not all(isinstance(text, str) for text in texts):
+            # SQLite keeps a BLOB in a TEXT column: str() made x'00ff' the text "b'\x00\xff'".
+            raise ValueError("a column veridic writes as text holds something else")
         return AuditRecord(
             time=float(time),  # type: ignore[arg-type]  # a REAL column: the driver gives a float
             request_id=str(request_id),
