@@ -108,6 +108,14 @@ def test_stores_opened_at_once_on_a_new_file_all_open(tmp_path: Path) -> None:
     assert failures == []
 
 
+def test_a_store_on_the_empty_path_is_refused_before_it_loses_a_record() -> None:
+    # SQLite opens "" as a temporary database private to each connection and deleted when
+    # it closes: the store's writes went to one (every write returned), its reads to
+    # another ("no such table: veridic_audit"), and close() deleted every record.
+    with pytest.raises(AuditRecordError, match=":memory:"):
+        SQLiteAuditSink("")
+
+
 # --- Postgres: a database whose veridic tables veridic did not leave so ------------------
 
 

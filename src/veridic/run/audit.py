@@ -245,7 +245,8 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     """The default audit store: one SQLite file, one committed transaction per record.
 
     ``path`` is a file (opened in WAL mode, so readers never block the
-    writer) or ``":memory:"``. The store keeps its schema version in SQLite's
+    writer) or ``":memory:"``; the empty path (SQLite's temporary database, deleted
+    when it closes) is refused. The store keeps its schema version in SQLite's
     ``user_version``: it may share the application's own database when that
     application does not use ``user_version`` (an ORM's migrations keep theirs
     in a table), but a database whose ``user_version`` another application set
@@ -273,7 +274,7 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     of an fsync per record.
 
     Raises:
-        AuditRecordError: the file is another application's database (a
+        AuditRecordError: ``path`` is empty; the file is another application's database (a
             ``user_version`` it set), or of a later veridic's schema;
             :meth:`write` got something that is not a valid :class:`AuditRecord`;
             a query met a row whose text is not UTF-8 (written by other code).
@@ -305,6 +306,16 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
                 'use "NORMAL" (survives a process crash) or "FULL" (survives power loss)'
             )
         self._path = os.fspath(path)
+        if not self._path:
+            # SQLite opens "" as a temporary database of each connection's own, deleted
+            # when it closes: writes returned, reads found no table, close() lost them all.
+            raise AuditRecordError(
+                'SQLiteAuditSink("") would keep records in a temporary database of each '
+                "connection's own, which SQLite deletes when it closes: the store's reads "
+                "would not see its writes, and every record would be lost; pass the path of "
+                'a file (check the setting it came from), or ":memory:" for a store that '
+                "lives as long as the process"
+            )
         self._synchronous = synchronous
         self._opened: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._local = threading.local()
