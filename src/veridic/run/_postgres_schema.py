@@ -348,9 +348,34 @@ def columns(sql: str, version: int) -> str:
     return sql
 
 
+_FIRST: Final = min(version for _, version in _STEPS.values())
+"""The first version a Postgres store had (5): none before it was ever written here."""
+
+_TABLES: Final = (
+    "veridic_audit",
+    "veridic_model_calls",
+    "veridic_model_replies",
+    "veridic_conversations",
+    "veridic_approval_rules",
+    "veridic_paused_runs",
+    "veridic_vouches",
+)
+"""The tables of the schema besides ``veridic_schema``, which the first step creates with them."""
+
+
 def _version(db: psycopg.Connection[Any], where: str) -> int:
+    """The schema version ``veridic_schema`` holds; 0 for a database without veridic's tables.
+
+    Raises:
+        AuditRecordError: ``veridic_schema`` holds anything but one version a veridic
+            writes on Postgres (5 on), or is missing beside tables of veridic's names. A
+            version of 3 ended the migration in a bare ``KeyError``; a version of 0, or a
+            ``veridic_audit`` of another application's, in Postgres's "relation already
+            exists"; and a read-only open told the caller to migrate such a database.
+    """
     found = db.execute("SELECT to_regclass('veridic_schema') IS NOT NULL").fetchone()
     if found is None or not found[0]:
+        _check_no_tables(db, where)
         return 0
     rows = db.execute("SELECT version FROM veridic_schema").fetchall()
     if len(rows) != 1 or not isinstance(rows[0][0], int):
@@ -358,7 +383,41 @@ def _version(db: psycopg.Connection[Any], where: str) -> int:
             f"{where}: the veridic_schema table holds {quoted(rows, 80)}, not one version number; "
             "something other than veridic wrote it: check what else uses this database"
         )
-    return rows[0][0]
+    version: int = rows[0][0]
+    if version < _FIRST:
+        raise AuditRecordError(
+            f"{where}: the veridic_schema table holds version {version}, which no veridic "
+            f"writes on Postgres (its first is {_FIRST}): something other than veridic wrote "
+            "it, and nothing was changed; check what else uses this database, and give the "
+            "audit store a database (or a schema: options=-csearch_path=audit) of its own"
+        )
+    return version
+
+
+def _check_no_tables(db: psycopg.Connection[Any], where: str) -> None:
+    """Refuse a database without ``veridic_schema`` that holds tables of veridic's names.
+
+    The first step creates them all with ``veridic_schema`` in one transaction, so
+    such tables are another application's, or veridic's with ``veridic_schema``
+    dropped: neither is migrated, nor read as veridic's of some version.
+
+    Raises:
+        AuditRecordError: the database (its ``search_path``) holds one of :data:`_TABLES`.
+    """
+    rows = db.execute(
+        "SELECT name FROM unnest(%s::text[]) WITH ORDINALITY AS t (name, at) "
+        "WHERE to_regclass(name) IS NOT NULL ORDER BY at",
+        (list(_TABLES),),
+    ).fetchall()
+    if rows:
+        raise AuditRecordError(
+            f"{where} holds {', '.join(str(name) for (name,) in rows)} without veridic_schema, "
+            "which every veridic writes beside them with the version of their columns: they "
+            "are another application's tables of these names, or veridic's with veridic_schema "
+            "dropped; nothing was changed: give the audit store a database (or a schema: "
+            "options=-csearch_path=audit) of its own, or restore veridic_schema from the "
+            "backup the tables came from"
+        )
 
 
 def _later(db: psycopg.Connection[Any], where: str, version: int) -> str:

@@ -236,11 +236,12 @@ class SQLStore:
         """The conversation last saved under ``key``, or ``None`` if none was.
 
         Raises:
-            AuditRecordError: ``key`` is not one :meth:`save_conversation` takes.
-            VeridicError: the stored document is not a conversation (changed
-                in the database by hand: see :meth:`Conversation.from_json`).
+            AuditRecordError: ``key`` is not one :meth:`save_conversation` takes, or
+                the stored document is not a conversation (changed in the database by
+                hand: the message names the key and says why, as
+                :meth:`Conversation.from_json` does).
         """
-        return self._run(_statements.conversation(key))
+        return self._run(_statements.conversation(repr(self), key))
 
     def save_rules(self, scope: str, rules: Mapping[str, str], /) -> None:
         """Keep approval rules (``policy.rules``) under ``scope`` (a user, a tenant).
@@ -316,10 +317,12 @@ class SQLStore:
         Raises:
             AuditRecordError: ``request_id`` is empty or holds a NUL or a lone
                 surrogate (:meth:`save_paused` refuses such a run), or the row
-                claimed holds the paused run of another request (edited, or
-                restored from elsewhere; the request's saves stay claimed).
+                claimed holds the paused run of another request, or no paused run
+                this veridic reads (edited, or restored from elsewhere: the message
+                says why, as :meth:`PausedRun.from_json` does; the request's saves
+                stay claimed).
         """
-        return self._run(_statements.claim_paused(request_id))
+        return self._run(_statements.claim_paused(repr(self), request_id))
 
 
 class AsyncSQLStore:
@@ -422,7 +425,7 @@ class AsyncSQLStore:
 
     async def aconversation(self, key: str, /) -> Conversation | None:
         """As :meth:`SQLStore.conversation`."""
-        return await self._arun(_statements.conversation(key))
+        return await self._arun(_statements.conversation(repr(self), key))
 
     async def asave_rules(self, scope: str, rules: Mapping[str, str], /) -> None:
         """As :meth:`SQLStore.save_rules`."""
@@ -442,4 +445,4 @@ class AsyncSQLStore:
 
     async def aclaim_paused(self, request_id: str, /) -> PausedRun | None:
         """As :meth:`SQLStore.claim_paused`."""
-        return await self._arun(_statements.claim_paused(request_id))
+        return await self._arun(_statements.claim_paused(repr(self), request_id))

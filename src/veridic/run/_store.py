@@ -31,7 +31,7 @@ from typing import Any, Final, Generic, TypeGuard, TypeVar, get_args
 
 from veridic import _json_object
 from veridic._sample import clip, quoted
-from veridic.errors import AuditRecordError
+from veridic.errors import AuditRecordError, VeridicError
 from veridic.providers._base import PARTS, Usage
 from veridic.run.approval import _RULES, ApprovalMode, ApprovalRules, _SavedRules, _storable_rule
 from veridic.run.deferred import PausedRun
@@ -588,7 +588,7 @@ def save_paused(where: str, paused: object) -> Statement[None]:
     )
 
 
-def claim_paused(request_id: str) -> Statement[PausedRun | None]:
+def claim_paused(where: str, request_id: str) -> Statement[PausedRun | None]:
     check_key(request_id, "claim_paused()")
     # The document is handed out as saved: the row's time never dates a run saved undated
     # (format 5): it is the saving host's clock, not the gateway's, later than the pause, and
@@ -601,13 +601,13 @@ def claim_paused(request_id: str) -> Statement[PausedRun | None]:
         "UPDATE veridic_paused_runs SET claimed = ? WHERE request_id = ? AND claimed IS NULL "
         "RETURNING id, document",
         (_time.time(), request_id),
-        lambda rows: None if not rows else _claimed(request_id, max(rows)[1]),
+        lambda rows: None if not rows else _claimed(where, request_id, max(rows)[1]),
         # Sent again after a lost answer, the claim would find the run taken: nobody gets it.
         idempotent=False,
     )
 
 
-def _claimed(request_id: str, document: object) -> PausedRun:
+def _claimed(where: str, request_id: str, document: object) -> PausedRun:
     """The paused run a claim of ``request_id`` took, refused unless it is that request's.
 
     ``save_paused`` keeps a run under its own request id, so a row whose
@@ -616,17 +616,29 @@ def _claimed(request_id: str, document: object) -> PausedRun:
     resume B's calls (another user's refund) with A's answers.
 
     Raises:
-        AuditRecordError: the document is the paused run of another request.
-        VeridicError: it is not a paused run (:meth:`PausedRun.from_json`).
+        AuditRecordError: the document is the paused run of another request, or is not
+            a paused run this veridic reads (:meth:`PausedRun.from_json` says why). That
+            one ended in ``from_json``'s words alone, which named neither the store nor
+            the request, nor said that the claim had taken the run all the same.
     """
-    paused = PausedRun.from_json(str(document))
+    try:
+        paused = PausedRun.from_json(str(document))
+    except VeridicError as error:
+        raise AuditRecordError(
+            f"{where} cannot read back the paused run claimed under request "
+            f"{clip(request_id)} in veridic_paused_runs ({error}); save_paused writes what "
+            "PausedRun.from_json reads, so the row was edited, written by another program, or "
+            "by a release whose format this one does not read; nothing was resumed (the "
+            "request's saves stay claimed): check what else writes to veridic_paused_runs, "
+            "and ask the user anew"
+        ) from error
     if paused.request_id != request_id:
         raise AuditRecordError(
-            f"the paused run claimed under request {clip(request_id)} holds the paused run of "
-            f"request {clip(paused.request_id)}: save_paused keeps a run under its own request, "
-            "so the row was edited or restored from elsewhere; nothing was resumed (the "
-            "request's saves stay claimed): check what else writes to veridic_paused_runs, and "
-            "ask the user anew"
+            f"{where}: the paused run claimed under request {clip(request_id)} holds the "
+            f"paused run of request {clip(paused.request_id)}: save_paused keeps a run under "
+            "its own request, so the row was edited or restored from elsewhere; nothing was "
+            "resumed (the request's saves stay claimed): check what else writes to "
+            "veridic_paused_runs, and ask the user anew"
         )
     return paused
 
@@ -693,32 +705,44 @@ def model_calls(
 
 
 def _model_calls(rows: Rows) -> tuple[ModelCallRecord, ...]:
-    return tuple(
-        ModelCallRecord(
+    return tuple(_model_call(row) for row in rows)
+
+
+def _model_call(row: Sequence[Any]) -> ModelCallRecord:
+    """A stored model call, read back, or refused naming its row (see :func:`_unreadable`)."""
+    (time, request, api, model, prompt, tools_digest, tools, spans, streamed) = row[:9]
+    (call_id, options) = row[9:11]
+    read_tools = _names(tools, "veridic_model_calls", "tools")
+    read_spans = _spans(spans)
+    try:
+        record = ModelCallRecord(
             time=time,
             request_id=request,
             api=api,
             model=model,
             prompt_sha256=prompt,
             tools_sha256=tools_digest,
-            tools=_names(tools, "veridic_model_calls", "tools"),
-            instruction_spans=_spans(spans),
+            tools=read_tools,
+            instruction_spans=read_spans,
             streamed=bool(streamed),
             options_sha256=options,
-        )._stored(call_id)
-        for (
-            time,
-            request,
-            api,
-            model,
-            prompt,
-            tools_digest,
-            tools,
-            spans,
-            streamed,
-            call_id,
-            options,
-        ) in rows
+        )
+    except AuditRecordError as error:
+        raise _unreadable("model-call", "veridic_model_calls", row, error) from error
+    return record._stored(call_id)
+
+
+def _unreadable(what: str, table: str, row: Sequence[object], error: Exception) -> AuditRecordError:
+    """The refusal of a stored ``row`` of ``table`` that its record refuses (``error``).
+
+    The record's own words tell a caller who builds one what to pass ("build it from the
+    call as sent"); of a row read back, they named neither the table nor the row, and
+    told a reviewer to do what only the gateway does. An audit row's refusal
+    (:func:`from_row`) is worded so too.
+    """
+    return AuditRecordError(
+        f"{what} row {quoted(tuple(row), 120)} cannot be read back ({error}); the {table} "
+        f"table was written by something other than veridic: check what else writes to {table}"
     )
 
 
@@ -736,21 +760,27 @@ def model_replies(
 
 
 def _replies(rows: Rows) -> tuple[ModelReplyRecord, ...]:
-    return tuple(
-        ModelReplyRecord(
+    return tuple(_reply(row) for row in rows)
+
+
+def _reply(row: Sequence[Any]) -> ModelReplyRecord:
+    """A stored answer, read back, or refused naming its row (see :func:`_unreadable`)."""
+    tool_calls = _names(row[6], "veridic_model_replies", "tool_calls")
+    try:
+        return ModelReplyRecord(
             time=row[0],
             request_id=row[1],
             prompt_sha256=row[2],
             response_id=row[3],
             model=row[4],
             stop_reason=row[5],
-            tool_calls=_names(row[6], "veridic_model_replies", "tool_calls"),
+            tool_calls=tool_calls,
             usage=_usage(row[7], row[8], row[11:14]),
             latency=row[9],
             call_id=row[10] or "",
         )
-        for row in rows
-    )
+    except AuditRecordError as error:
+        raise _unreadable("model-reply", "veridic_model_replies", row, error) from error
 
 
 def _usage(read: Any, wrote: Any, parts: Sequence[Any]) -> Usage | None:
@@ -1050,13 +1080,33 @@ def substitution_rate(found: tuple[Substitution, ...]) -> float | None:
     return sum(s.same_operation for s in followed) / len(followed)
 
 
-def conversation(key: str) -> Statement[Conversation | None]:
+def conversation(where: str, key: str) -> Statement[Conversation | None]:
     check_key(key, "conversation()")
     return Statement(
         "SELECT document FROM veridic_conversations WHERE key = ? ORDER BY id DESC LIMIT 1",
         (key,),
-        lambda rows: None if not rows else Conversation.from_json(rows[0][0]),
+        lambda rows: None if not rows else _conversation(where, key, rows[0][0]),
     )
+
+
+def _conversation(where: str, key: str, document: object) -> Conversation:
+    """The conversation last saved under ``key``, read back, or refused naming its row.
+
+    Raises:
+        AuditRecordError: the document is not a conversation (:meth:`Conversation.from_json`
+            says why: a system turn, a key given twice). That ended in ``from_json``'s
+            words alone, which named neither the store nor the key.
+    """
+    try:
+        return Conversation.from_json(str(document))
+    except VeridicError as error:
+        raise AuditRecordError(
+            f"{where} cannot read back the conversation last saved under the key {clip(key)} "
+            f"in veridic_conversations ({error}); save_conversation writes what "
+            "Conversation.from_json reads, so the row was edited or written by another "
+            "program, and nothing of it was read: check what else writes to "
+            "veridic_conversations, and save the conversation again from where it is whole"
+        ) from error
 
 
 def rules(scope: str) -> Statement[dict[str, str]]:
@@ -1209,7 +1259,11 @@ def from_row(row: Sequence[object]) -> AuditRecord:
     (time, request_id, tool, kind, risk, approval, wrote, irreversible) = row[:8]
     (prompt_sha256, tools_sha256, outcome, detail, operations, duration) = row[8:14]
     (arguments_digest, record_id, call_id) = row[14:17]
+    texts = (request_id, tool, prompt_sha256, tools_sha256, detail, arguments_digest, call_id)
     try:
+        if not all(isinstance(text, str) for text in texts):
+            # SQLite keeps a BLOB in a TEXT column: str() made x'00ff' the text "b'\x00\xff'".
+            raise ValueError("a column veridic writes as text holds something else")
         return AuditRecord(
             time=float(time),  # type: ignore[arg-type]  # a REAL column: the driver gives a float
             request_id=str(request_id),

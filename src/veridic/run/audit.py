@@ -55,8 +55,9 @@ import asyncio
 import os
 import sqlite3
 import threading
+import time
 import weakref
-from typing import Literal, Protocol, runtime_checkable
+from typing import Final, Literal, Protocol, runtime_checkable
 
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
@@ -244,7 +245,8 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     """The default audit store: one SQLite file, one committed transaction per record.
 
     ``path`` is a file (opened in WAL mode, so readers never block the
-    writer) or ``":memory:"``. The store keeps its schema version in SQLite's
+    writer) or ``":memory:"``; the empty path (SQLite's temporary database, deleted
+    when it closes) is refused. The store keeps its schema version in SQLite's
     ``user_version``: it may share the application's own database when that
     application does not use ``user_version`` (an ORM's migrations keep theirs
     in a table), but a database whose ``user_version`` another application set
@@ -272,7 +274,7 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     of an fsync per record.
 
     Raises:
-        AuditRecordError: the file is another application's database (a
+        AuditRecordError: ``path`` is empty; the file is another application's database (a
             ``user_version`` it set), or of a later veridic's schema;
             :meth:`write` got something that is not a valid :class:`AuditRecord`;
             a query met a row whose text is not UTF-8 (written by other code).
@@ -304,6 +306,16 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
                 'use "NORMAL" (survives a process crash) or "FULL" (survives power loss)'
             )
         self._path = os.fspath(path)
+        if not self._path:
+            # SQLite opens "" as a temporary database of each connection's own, deleted
+            # when it closes: writes returned, reads found no table, close() lost them all.
+            raise AuditRecordError(
+                'SQLiteAuditSink("") would keep records in a temporary database of each '
+                "connection's own, which SQLite deletes when it closes: the store's reads "
+                "would not see its writes, and every record would be lost; pass the path of "
+                'a file (check the setting it came from), or ":memory:" for a store that '
+                "lives as long as the process"
+            )
         self._synchronous = synchronous
         self._opened: weakref.WeakSet[_Connection] = weakref.WeakSet()
         self._local = threading.local()
@@ -316,7 +328,7 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
             # veridic's) is left as it was, and WAL mode is written into the file's header.
             prepare(writer.db, repr(self))
             if not self._memory:
-                writer.db.execute("PRAGMA journal_mode=WAL")
+                _write_ahead(writer.db, self)
         self._opening = threading.Lock()  # a forked child opens its writer under it
         if not self._memory:
             _ON_FILES.add(self)
@@ -425,6 +437,43 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
 
     async def _arun(self, statement: Statement[T]) -> T:
         return await asyncio.to_thread(self._run, statement)
+
+
+_BUSY_WAIT: Final = 5.0
+"""Seconds a store waits for another connection's write lock: ``sqlite3.connect``'s own."""
+
+
+def _write_ahead(db: sqlite3.Connection, store: object) -> None:
+    """Put the file behind ``db`` in WAL mode, waiting for another connection's write as a
+    write waits.
+
+    A file is in rollback mode until its first store switches it, and SQLite refuses the
+    switch at once ("database is locked"), without the busy handler a write waits in,
+    while another connection holds the write lock: stores opened on one new file at once
+    (a server's worker processes starting together) failed now and then, the one that
+    lost the race at its first line. A file in WAL mode already is left as it is.
+
+    Raises:
+        sqlite3.OperationalError: another connection held the lock for longer than
+            :data:`_BUSY_WAIT` (noted with the store and what to do), or the file cannot
+            be written.
+    """
+    deadline = time.monotonic() + _BUSY_WAIT
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if error.sqlite_errorname != "SQLITE_BUSY":
+                raise
+            if time.monotonic() >= deadline:
+                error.add_note(
+                    f"{store!r} could not switch the file to WAL mode: another connection held "
+                    f"its write lock for {_BUSY_WAIT:g} seconds; nothing was written: open the "
+                    "store again once that writer is done"
+                )
+                raise
+        time.sleep(0.01)
 
 
 _NOT_UTF8 = "Could not decode to UTF-8"
