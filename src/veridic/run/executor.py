@@ -546,8 +546,8 @@ def execute_plan(
             is longer than 1,024 characters, a step's tool is ``async`` (use
             :func:`aexecute_plan`) or asks for a ``ToolContext[X]`` that ``context`` is
             not, ``confirm`` is an ``async def`` (or an object whose ``__call__`` is
-            one, or a ``functools.partial`` of either: use :func:`aexecute_plan`), or misuse as for :func:`execute` found
-            before the first step runs.
+            one, or a ``functools.partial`` of either: use :func:`aexecute_plan`), or
+            misuse as for :func:`execute` found before the first step runs.
             Nothing ran. A policy (a subclass) that answers outside the approval
             contract raises at that step's call, with the note below.
         BaseException: whatever :func:`execute` raised for a step (an interrupt, an
