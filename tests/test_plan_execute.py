@@ -563,8 +563,14 @@ async def _async_confirm(request: object, answer: bool = True) -> bool:
 
 @pytest.mark.parametrize(
     "confirm",
-    [_async_confirm, functools.partial(_async_confirm, answer=True), _AsyncConfirm()],
-    ids=["async def", "partial", "async __call__"],
+    [
+        _async_confirm,
+        functools.partial(_async_confirm, answer=True),
+        _AsyncConfirm(),
+        functools.partial(_AsyncConfirm()),  # was found only at the first step asked about
+        functools.partial(functools.partial(_AsyncConfirm())),
+    ],
+    ids=["async def", "partial", "async __call__", "partial of async __call__", "partial twice"],
 )
 def test_an_async_confirm_on_the_sync_road_is_refused_before_any_step_runs(
     confirm: Any,

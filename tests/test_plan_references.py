@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from veridic import PlanError, Registry, ToolView, normalize_plan
+from veridic.tools.plan import _placeholders
 
 
 def _view() -> ToolView:
@@ -347,9 +348,79 @@ def test_the_search_for_placeholders_reads_an_argument_a_bounded_number_of_times
 ) -> None:
     # 80 kB of openers that never close, or of paths that never end: the search must read
     # each character a bounded number of times (a quadratic search read it once per opener).
-    # Each piece a pattern is matched against is a slice, counted here, and read once.
+    # Each piece a pattern is matched against is a slice, counted here, and read once. The
+    # search is called itself: a plan copies a str subclass to a plain str before it.
     text = unit * (80_000 // len(unit))
     _CountingText.read = 0
-    plan = normalize_plan(_plan(_CountingText(text)), _view())
-    assert plan.complete
+    list(_placeholders(_CountingText(text)))  # every inside, read to the end
     assert len(text) <= _CountingText.read <= 40 * len(text)
+    assert normalize_plan(_plan(text), _view()).complete
+
+
+# --- what the search reads is what the tool gets ------------------------------------------
+
+
+class _HidingText(str):
+    """A str whose own methods say it holds no placeholder: the tool reads its characters."""
+
+    def find(self, sub: str, start: Any = None, end: Any = None) -> int:
+        return -1
+
+    def rfind(self, sub: str, start: Any = None, end: Any = None) -> int:
+        return -1
+
+    def __str__(self) -> str:
+        return "s3cret"
+
+
+@pytest.mark.parametrize("as_key", [False, True], ids=["value", "key"])
+def test_a_str_subclass_cannot_hide_a_placeholder_from_the_search(as_key: bool) -> None:
+    # The plan kept the caller's str subclass; its find() said "no placeholder", and the
+    # tool, validating a plain str, got "{{ step_4.output }}" as the password.
+    hiding = _HidingText("{{ step_4.output }}")
+    with pytest.raises(PlanError, match=r"refers to the output of step 'step_4'"):
+        normalize_plan(_plan("x", {hiding: ["x"]}) if as_key else _plan(hiding), _view())
+
+
+def test_a_plan_holds_plain_strings_of_the_characters_it_was_given() -> None:
+    # Checked once and run later: the plan's copy is a str of the characters the check read,
+    # not the caller's object (whose methods and __str__ may say something else).
+    plan = normalize_plan(_plan(_HidingText("pw"), {_HidingText("role"): ["a"]}), _view())
+    password, meta = plan.steps[1].arguments["password"], plan.steps[1].arguments["meta"]
+    assert type(password) is str
+    assert password == "pw"
+    assert isinstance(meta, dict)
+    assert [(type(key), key) for key in meta] == [(str, "role")]
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"username": "ann", "password": "x", "meta": {1: ["a"]}},
+        {"username": "ann", "password": {2: "x"}, "meta": {}},
+        {"username": "ann", "password": ["x", {3: "y"}], "meta": {}},
+        {"username": "ann", "password": "x", "meta": {"$ref": {4: "#/definitions/a"}}},
+    ],
+)
+def test_a_key_that_is_not_a_string_deep_in_the_arguments_is_no_crash(
+    arguments: dict[str, object],
+) -> None:
+    # The search for placeholders in keys called int.find(): an AttributeError (or a
+    # TypeError under "$ref") escaped normalize_plan() instead of the step being judged.
+    steps = _plan("x")
+    steps[1]["arguments"] = arguments
+    plan = normalize_plan(steps, _view())
+    assert [d.reason for d in plan.dropped] in ([], ["invalid_arguments"])
+
+
+@pytest.mark.parametrize("command", ["cp $1.txt $2.bak", "mv $1.log /tmp/$2.old"])
+def test_a_shell_positional_parameter_is_text_when_steps_are_numbered(command: str) -> None:
+    # Models number their steps "1", "2": "$1.txt" (the shell's first argument, then
+    # ".txt") named step "1", and a plain shell command refused the plan.
+    steps = [
+        {"id": "1", "tool": "create_snippet", "arguments": {"code": "x"}},
+        {"id": "2", "tool": "create_snippet", "arguments": {"code": command}},
+    ]
+    plan = normalize_plan(steps, _view())
+    assert plan.complete
+    assert plan.steps[1].arguments["code"] == command

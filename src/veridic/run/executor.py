@@ -63,6 +63,7 @@ of the executor itself raises.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import json
 import logging
@@ -545,8 +546,8 @@ def execute_plan(
             is longer than 1,024 characters, a step's tool is ``async`` (use
             :func:`aexecute_plan`) or asks for a ``ToolContext[X]`` that ``context`` is
             not, ``confirm`` is an ``async def`` (or an object whose ``__call__`` is
-            one: use :func:`aexecute_plan`), or misuse as for :func:`execute` found
-            before the first step runs.
+            one, or a ``functools.partial`` of either: use :func:`aexecute_plan`), or
+            misuse as for :func:`execute` found before the first step runs.
             Nothing ran. A policy (a subclass) that answers outside the approval
             contract raises at that step's call, with the note below.
         BaseException: whatever :func:`execute` raised for a step (an interrupt, an
@@ -597,9 +598,12 @@ def _refuse_async_confirm(confirm: object) -> None:
     A plain function that returns an awaitable is only found at its call, as by
     :func:`execute`.
     """
-    # An async def, a partial of one, or an object whose class's __call__ is one.
-    if inspect.iscoroutinefunction(confirm) or inspect.iscoroutinefunction(type(confirm).__call__):
-        named = getattr(confirm, "__qualname__", None) or type(confirm).__qualname__
+    called = confirm
+    while isinstance(called, functools.partial):  # a partial calls what it wraps
+        called = called.func
+    # An async def (a bound method too), or an object whose class's __call__ is one.
+    if inspect.iscoroutinefunction(called) or inspect.iscoroutinefunction(type(called).__call__):
+        named = getattr(called, "__qualname__", None) or type(called).__qualname__
         raise VeridicError(
             f"execute_plan() got an async confirm, {quoted(named, 60)}, which blocking code "
             "cannot await, so nothing ran: every step the user is asked about would be "

@@ -53,7 +53,8 @@ is, in an argument's value or in a key of it, at any depth:
   accessor after it, that names a step (``{step_4.output}``, ``<steps['step_4'].id>``,
   ``$step_4.output``): these forms are ordinary text too (``str.format``, JSON,
   markup, a price), so without an accessor (``{step_4}``, ``<step_4>``, ``$step_4``,
-  ``$1.50``) they are read as text;
+  ``$1.50``) they are read as text, and so is a ``$`` before a number (``$1.txt``, the
+  shell's first argument, whatever a plan numbers its steps);
 - any string held by a ``"$ref"`` key (a JSON reference, ``{"$ref":
   "#/steps/step_4/output"}``, or a list of them) that names a step.
 
@@ -585,13 +586,25 @@ class _TooDeepError(Exception):
 
 
 def _copied(value: Mapping[str, object], depth: int) -> dict[str, object]:
-    """The plan's own copy of ``value``: every mapping, list and tuple in it copied.
+    """The plan's own copy of ``value``: every mapping, list and tuple in it copied, and
+    every string, key or value, a plain ``str`` (see :func:`_plain`).
 
     The plan is checked once and run later; kept by reference, a nested dict or list
     of the caller's (a streaming parser still filling it, a dict reused for the next
     step) would change the arguments that run after their check.
     """
-    return {key: _copied_value(item, depth - 1) for key, item in value.items()}
+    return {_plain(key): _copied_value(item, depth - 1) for key, item in value.items()}
+
+
+def _plain(text: str) -> str:
+    """A string as a plain ``str`` of its characters (a ``str`` as it is, a subclass copied).
+
+    The search for placeholders calls a string's methods, and the tool reads its
+    characters: a subclass whose ``find`` or ``__str__`` says other than its characters
+    hid ``{{ step_4.output }}`` from the check and passed it to the tool.
+    ``str.__str__`` copies the characters without calling the subclass's own methods.
+    """
+    return str.__str__(text)
 
 
 _ATOMS: Final = frozenset({str, int, float, bool, type(None)})
@@ -601,10 +614,15 @@ _ATOMS: Final = frozenset({str, int, float, bool, type(None)})
 def _copied_value(value: object, depth: int) -> object:
     if type(value) in _ATOMS:
         return value
+    if isinstance(value, str):
+        return _plain(value)
     if depth <= 0:
         raise _TooDeepError
     if isinstance(value, Mapping):
-        return {key: _copied_value(item, depth - 1) for key, item in value.items()}
+        return {
+            _plain(key) if isinstance(key, str) else key: _copied_value(item, depth - 1)
+            for key, item in value.items()
+        }
     if isinstance(value, list):
         return [_copied_value(item, depth - 1) for item in value]
     if isinstance(value, tuple):
@@ -676,8 +694,10 @@ _PATHED: Final = (("{", "}"), ("<", ">"))
 _ACCESSOR: Final = r"(?:\.{s}[^\W\d][\w-]*|\[{s}(?:'[^']*'|\"[^\"]*\"|[\w-]+){s}\])"
 _PATH: Final = re.compile(r"\s*[\w-]+(?:\s*" + _ACCESSOR.format(s=r"\s*") + r")+\s*")
 # ``$step_4.output``: a dollar and a path right after it, without spaces. A bare ``$step_4`` is
-# not one: SQL and shell arguments write ``$1`` and ``$name`` for their own parameters.
-_DOLLAR_PATH: Final = re.compile(r"[\w-]+" + _ACCESSOR.format(s="") + "+")
+# not one: SQL and shell arguments write ``$1`` and ``$name`` for their own parameters. The path
+# starts with a letter or "_", as a shell variable does: ``$1.txt`` is the shell's first
+# argument and ".txt", whatever a plan numbers its steps.
+_DOLLAR_PATH: Final = re.compile(r"[^\W\d][\w-]*" + _ACCESSOR.format(s="") + "+")
 # The key of a JSON reference (``{"$ref": "#/steps/step_4/output"}``), an object that stands
 # for the value found where its text points.
 _POINTER: Final = "$ref"
@@ -797,7 +817,8 @@ def _strings(value: object, path: str, pointer: bool = False) -> Iterator[tuple[
         yield f"{path} = {_shown(value)}", value, pointer
     elif isinstance(value, Mapping):
         for key, item in value.items():
-            yield f"a key {_shown(key)} in {path}", key, pointer
+            if isinstance(key, str):  # a nested mapping's keys may be numbers
+                yield f"a key {_shown(key)} in {path}", key, pointer
             at = f"{path}.{key}" if _PLAIN_KEY.fullmatch(str(key)) else f"{path}[{_shown(key)}]"
             yield from _strings(item, at, pointer or key == _POINTER)
     elif isinstance(value, list | tuple):
