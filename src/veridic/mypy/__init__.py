@@ -353,7 +353,9 @@ class VeridicPlugin(Plugin):
             _attribute_writes,
             _bare_fields,
             _checking_only,
+            _covariant_writes,
             _escapes,
+            _item_writes,
             _narrowed_attrs,
             _notes,
             _overload_returns,
@@ -364,9 +366,11 @@ class VeridicPlugin(Plugin):
         if walked is not None:
             _in_module(walked, _any_declared.report)
             _in_module(walked, _attribute_writes.report_namespaces)
+            _in_module(walked, _item_writes.report)
             _in_module(walked, _notes.report_silenced)
             _in_module(walked, _any_overrides.report)
             _in_module(walked, _narrowed_attrs.report)
+            _in_module(walked, _covariant_writes.report)
             _in_module(walked, _checking_only.report)
             _in_module(walked, _overload_returns.report)
             _in_module(walked, _unchecked.report)
@@ -391,6 +395,7 @@ class VeridicPlugin(Plugin):
             or _any_declared.may_report(file)
             or _overload_returns.may_report(file)
             or _checking_only.may_report(file, self.options)
+            or _covariant_writes.may_report(file)
             or _notes.has_silenced(file.path)
         ):
             return set()
@@ -401,6 +406,7 @@ class VeridicPlugin(Plugin):
         _in_module(checker, _notes.report_silenced)
         _in_module(checker, _overload_returns.report)
         _in_module(checker, _checking_only.report)
+        _in_module(checker, _covariant_writes.report)
         _in_module(checker, _unchecked.report)
         return set()
 
@@ -491,6 +497,7 @@ def _checked_through_super(plugin: VeridicPlugin, ctx: _Context, checker: TypeCh
 
 _PER_BUILD: Final = (
     "_attribute_writes",
+    "_item_writes",
     "_notes",
     "_fields",
     "_overrides",
