@@ -20,7 +20,8 @@ Text = TypeVar("Text", bound=str)
 Name = TypeVar("Name", bound="Slug")
 
 
-forged: TrustedInstruction = str.__new__(type(minted), reply)  # E: [veridic-forge] str.__new__()
+# E: [veridic-forge] __new__() called by its name
+forged: TrustedInstruction = str.__new__(type(minted), reply)
 
 
 def rebuilt(text: Text, raw: str) -> Text:
@@ -28,6 +29,8 @@ def rebuilt(text: Text, raw: str) -> Text:
 
 
 again: TrustedInstruction = rebuilt(minted, reply)
+# E: [veridic-forge] got the class of "TrustedInstruction"
+through_class: TrustedInstruction = type(minted).__new__(type(minted), reply)
 
 
 # Accepted: a class of the project's own that holds no trusted text, its own __new__, and

@@ -355,6 +355,7 @@ class VeridicPlugin(Plugin):
             _checking_only,
             _covariant_writes,
             _escapes,
+            _forging,
             _item_writes,
             _narrowed_attrs,
             _notes,
@@ -367,6 +368,7 @@ class VeridicPlugin(Plugin):
             _in_module(walked, _any_declared.report)
             _in_module(walked, _attribute_writes.report_namespaces)
             _in_module(walked, _item_writes.report)
+            _in_module(walked, _forging.report_new)
             _in_module(walked, _notes.report_silenced)
             _in_module(walked, _any_overrides.report)
             _in_module(walked, _narrowed_attrs.report)
@@ -497,6 +499,7 @@ def _checked_through_super(plugin: VeridicPlugin, ctx: _Context, checker: TypeCh
 
 _PER_BUILD: Final = (
     "_attribute_writes",
+    "_forging",
     "_item_writes",
     "_notes",
     "_fields",

@@ -68,6 +68,7 @@ from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_declared import holds_trusted
 from veridic.mypy._any_guard import is_any
 from veridic.mypy._attribute_writes import operated
+from veridic.mypy._forging import trusted_instance
 from veridic.mypy._rebinding import every_statement
 
 
@@ -79,7 +80,7 @@ def may_report(tree: MypyFile) -> bool:
 
 def report(checker: TypeChecker) -> None:
     """Report each write through a covariant view into an attribute typed by its variable."""
-    trusted = _trusted_instance(checker)
+    trusted = trusted_instance(checker)
     if trusted is None or _names.in_package(checker.tree.fullname):
         return  # no module of the build can hold a TrustedInstruction
     for statement, target in _writes(checker.tree):
@@ -133,14 +134,6 @@ def _writable(node: SymbolNode | None) -> Var | None:
     if not isinstance(node, Var) or node.is_final or node.is_property or node.is_classvar:
         return None
     return node
-
-
-def _trusted_instance(checker: TypeChecker) -> Instance | None:
-    module, _, name = _names.TRUSTED.rpartition(".")
-    tree = checker.modules.get(module)
-    symbol = None if tree is None else tree.names.get(name)
-    info = None if symbol is None else symbol.node
-    return Instance(info, []) if isinstance(info, TypeInfo) else None
 
 
 def _filled(view: Instance, info: TypeInfo, trusted: Instance) -> Instance | None:
