@@ -18,7 +18,8 @@ module                 rule                                          error code
 ``_minting``           ``instruction()`` / ``LiteralString`` args    ``veridic-literal``
                        are text written in code
 ``_forging``           no brand constructor outside veridic, nor     ``veridic-forge``
-                       passed as a value, nor a ``cast()`` to one
+                       passed as a value, nor a ``cast()`` to one,
+                       nor ``str.__new__()`` of a brand's class
 ``_composition``       trusted ``+`` trusted is trusted              (none: a type)
 ``_any_guard``         no ``Any`` in an instruction position, nor    ``veridic-any``
                        in a ``Literal`` parameter
@@ -38,6 +39,12 @@ module                 rule                                          error code
 ``_attribute_writes``  no ``setattr()`` (nor a write through an      ``veridic-forge``
                        object's ``vars()``) of other text into an
                        attribute declared trusted
+``_covariant_writes``  no other text written through a covariant     ``veridic-forge``
+                       view (``Box[str]``) into an attribute typed
+                       by the type variable
+``_item_writes``       no other text into a trusted item through a   ``veridic-forge``
+                       ``TypedDict``'s ``__setitem__`` called by
+                       its name, nor ``NamedTuple._make()``
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
 ``_fields``            no ``UntrustedText`` into an                  ``veridic-launder``
                        ``InstructionField``

@@ -36,8 +36,13 @@ and stays clean), and so is a namespace passed where a function takes a mutable
 mapping (``dict``, ``MutableMapping``, or ``Any`` in the project's own code: not
 ``json.dumps(globals())``), which may write through it.
 
-A module reached as ``sys.modules[__name__]`` is the module itself. Not seen: a namespace
-reached through what the plugin cannot name (``sys.modules[name].__dict__``), or passed
+A module reached as ``sys.modules[__name__]`` is the module itself. A module looked up by a
+name written in the code (``sys.modules["prompts"]``, ``importlib.import_module("prompts")``,
+also kept in a variable first: ``persona = importlib.import_module("persona")``) is that
+module when this module imports it (mypy checks it first, so its names are known); looked
+up by another name, or by text not known in the code, it is a module the plugin cannot
+name, whose namespace is checked as ``setattr()`` on one is. Not seen: a module object
+passed to a function as a ``ModuleType`` and written through there, a namespace passed
 through a parameter typed ``Mapping`` and cast back; ``exec()`` of text that names another
 module (``import prompts; prompts.TONE = ...``): code run by ``exec`` is not checked at all.
 """
@@ -99,7 +104,7 @@ _MODULE_TYPE: Final = "types.ModuleType"
 _UNKNOWN: Final = object()
 _SYS_MODULES: Final = "sys.modules"
 _IMPORT_MODULE: Final = "importlib.import_module"
-"""A module object the plugin cannot name (``sys.modules[name]``)."""
+"""A module object the plugin cannot name (``sys.modules[name]``, a name it does not import)."""
 _ADVICE: Final = (
     "a Final constant is read as text written in code wherever it is used, so keep it "
     "constant: hold text that changes in a variable (placed as data with Composer.data()), "
