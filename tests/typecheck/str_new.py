@@ -18,6 +18,7 @@ reply = os.environ["REPLY"]
 minted = instruction("Be brief.")
 Text = TypeVar("Text", bound=str)
 Name = TypeVar("Name", bound="Slug")
+Kind = TypeVar("Kind")
 
 
 # E: [veridic-forge] __new__() called by its name
@@ -33,8 +34,8 @@ again: TrustedInstruction = rebuilt(minted, reply)
 through_class: TrustedInstruction = type(minted).__new__(type(minted), reply)
 
 
-# Accepted: a class of the project's own that holds no trusted text, its own __new__, and
-# a type variable bound to such a class.
+# Accepted: a class of the project's own that holds no trusted text, its own __new__, a
+# type variable bound to such a class, and one bound to no text.
 class Slug(str):
     def __new__(cls, value: str) -> Self:
         return str.__new__(cls, value.strip().lower())
@@ -42,6 +43,10 @@ class Slug(str):
 
 def slugged(slug: Name, raw: str) -> Name:
     return str.__new__(type(slug), raw)
+
+
+def build(kind: type[Kind]) -> Kind:
+    return kind.__new__(kind)  # a generic factory over any class makes no text
 
 
 plain = str.__new__(str, reply)

@@ -157,7 +157,7 @@ def report_new(checker: TypeChecker) -> None:
         return
     for call in kept[1]:
         made = get_proper_type(checker.lookup_type_or_none(call))
-        if isinstance(made, TypeVarType) and is_subtype(trusted, made.upper_bound):
+        if isinstance(made, TypeVarType) and _text_bound(made, trusted, checker):
             shown = f'a type variable ("{made.name}") that a TrustedInstruction can fill'
         elif isinstance(made, Instance) and made.type.fullname == _names.TRUSTED:
             shown = format_type(made, checker.options)
@@ -169,6 +169,14 @@ def report_new(checker: TypeChecker) -> None:
             call,
             code=errorcodes.FORGE,
         )
+
+
+def _text_bound(variable: TypeVarType, trusted: Instance, checker: TypeChecker) -> bool:
+    """Whether ``variable`` is bound to text that a ``TrustedInstruction`` can fill (``T``
+    bound to ``str``): only such a class reaches ``str.__new__``. An unbounded one
+    (``kind.__new__(kind)`` in a generic factory) makes no text."""
+    bound = variable.upper_bound
+    return is_subtype(trusted, bound) and is_subtype(bound, checker.named_type(_names.STR))
 
 
 def trusted_instance(checker: TypeChecker) -> Instance | None:
