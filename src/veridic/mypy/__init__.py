@@ -18,7 +18,8 @@ module                 rule                                          error code
 ``_minting``           ``instruction()`` / ``LiteralString`` args    ``veridic-literal``
                        are text written in code
 ``_forging``           no brand constructor outside veridic, nor     ``veridic-forge``
-                       passed as a value, nor a ``cast()`` to one
+                       passed as a value, nor a ``cast()`` to one,
+                       nor ``str.__new__()`` of a brand's class
 ``_composition``       trusted ``+`` trusted is trusted              (none: a type)
 ``_any_guard``         no ``Any`` in an instruction position, nor    ``veridic-any``
                        in a ``Literal`` parameter
@@ -38,6 +39,12 @@ module                 rule                                          error code
 ``_attribute_writes``  no ``setattr()`` (nor a write through an      ``veridic-forge``
                        object's ``vars()``) of other text into an
                        attribute declared trusted
+``_covariant_writes``  no other text written through a covariant     ``veridic-forge``
+                       view (``Box[str]``) into an attribute typed
+                       by the type variable
+``_item_writes``       no other text into a trusted item through a   ``veridic-forge``
+                       ``TypedDict``'s ``__setitem__`` called by
+                       its name, nor ``NamedTuple._make()``
 ``_policy``            ``TrustPolicy`` names are literal and listed  ``veridic-policy``
 ``_fields``            no ``UntrustedText`` into an                  ``veridic-launder``
                        ``InstructionField``
@@ -353,7 +360,10 @@ class VeridicPlugin(Plugin):
             _attribute_writes,
             _bare_fields,
             _checking_only,
+            _covariant_writes,
             _escapes,
+            _forging,
+            _item_writes,
             _narrowed_attrs,
             _notes,
             _overload_returns,
@@ -364,9 +374,12 @@ class VeridicPlugin(Plugin):
         if walked is not None:
             _in_module(walked, _any_declared.report)
             _in_module(walked, _attribute_writes.report_namespaces)
+            _in_module(walked, _item_writes.report)
+            _in_module(walked, _forging.report_new)
             _in_module(walked, _notes.report_silenced)
             _in_module(walked, _any_overrides.report)
             _in_module(walked, _narrowed_attrs.report)
+            _in_module(walked, _covariant_writes.report)
             _in_module(walked, _checking_only.report)
             _in_module(walked, _overload_returns.report)
             _in_module(walked, _unchecked.report)
@@ -391,6 +404,7 @@ class VeridicPlugin(Plugin):
             or _any_declared.may_report(file)
             or _overload_returns.may_report(file)
             or _checking_only.may_report(file, self.options)
+            or _covariant_writes.may_report(file)
             or _notes.has_silenced(file.path)
         ):
             return set()
@@ -401,6 +415,7 @@ class VeridicPlugin(Plugin):
         _in_module(checker, _notes.report_silenced)
         _in_module(checker, _overload_returns.report)
         _in_module(checker, _checking_only.report)
+        _in_module(checker, _covariant_writes.report)
         _in_module(checker, _unchecked.report)
         return set()
 
@@ -491,6 +506,8 @@ def _checked_through_super(plugin: VeridicPlugin, ctx: _Context, checker: TypeCh
 
 _PER_BUILD: Final = (
     "_attribute_writes",
+    "_forging",
+    "_item_writes",
     "_notes",
     "_fields",
     "_overrides",

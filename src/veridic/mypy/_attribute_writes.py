@@ -319,11 +319,11 @@ def _check_operator(checker: TypeChecker, statement: OperatorAssignmentStmt, hel
     writer = f"{statement.op}= through {owner[1]}"
     declared = None if key is None else _declared(owner[0], key)
     if declared is not None and holds_trusted(declared) and is_subtype(value, declared):
-        value = _operated(checker, statement, declared)  # ``+= instruction("...")``: a str
+        value = operated(checker, statement, declared)  # ``+= instruction("...")``: a str
     _check_write(checker, writer, owner[0], key, value, statement)
 
 
-def _operated(checker: TypeChecker, statement: OperatorAssignmentStmt, declared: Type) -> Type:
+def operated(checker: TypeChecker, statement: OperatorAssignmentStmt, declared: Type) -> Type:
     """The type of what ``statement``'s operator makes of an item declared ``declared``: a
     ``TrustedInstruction`` plus trusted text is a plain ``str``, as for ``page.prompt +=``."""
     inplace, method = infer_operator_assignment_method(declared, statement.op)

@@ -74,6 +74,7 @@ from mypy.types import CallableType, Overloaded, Type, UnionType, get_proper_typ
 from veridic.mypy import (
     _attribute_writes,
     _forging,
+    _item_writes,
     _literal_data,
     _names,
     _namespace,
@@ -112,6 +113,7 @@ def report_references(checker: TypeChecker) -> None:
     kept |= {id(expr.expr) for expr in expressions if isinstance(expr, MemberExpr)}
     _unchecked.note(tree, expressions, _named_function)
     _attribute_writes.note(tree, expressions)
+    _item_writes.note(tree, expressions)
     with _notes.outside_speculation(checker.msg.errors):
         _forging.report_values(checker, expressions, kept)
         _forging.report_guards(checker)

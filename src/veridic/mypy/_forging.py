@@ -46,6 +46,7 @@ from collections.abc import Iterable, Iterator
 from typing import Final
 
 from mypy.checker import TypeChecker
+from mypy.messages import format_type
 from mypy.nodes import (
     AssignmentStmt,
     CallExpr,
@@ -72,6 +73,7 @@ from mypy.nodes import (
 )
 from mypy.plugin import FunctionContext
 from mypy.server.subexpr import get_subexpressions
+from mypy.subtypes import is_subtype
 from mypy.types import (
     CallableType,
     Instance,
@@ -79,6 +81,7 @@ from mypy.types import (
     Type,
     TypedDictType,
     TypeType,
+    TypeVarType,
     UnionType,
     get_proper_type,
 )
@@ -125,6 +128,66 @@ def check(fullname: str, ctx: FunctionContext) -> Type:
     return ctx.default_return_type
 
 
+_MADE: dict[str, tuple[MypyFile, list[CallExpr]]] = {}
+"""Per module checked in this build: its tree, and its calls of a ``__new__`` by name."""
+
+
+def forget() -> None:
+    """Drop what one build learnt (``VeridicPlugin`` calls this for each new build)."""
+    _MADE.clear()
+
+
+def report_new(checker: TypeChecker) -> None:
+    """Report ``str.__new__(cls, text)`` (a ``__new__`` called by its name) that makes
+    trusted text: ``cls`` is the class of a ``TrustedInstruction`` (``type(minted)``), or of
+    a type variable that one can fill (``type(x)`` for ``x: T``, ``T`` bound to ``str``).
+
+    typeshed types the call as making an instance of ``cls`` from any text, and mypy asks
+    no hook about it; at run time it makes an object of veridic's class without its
+    provenance, which the composer refuses and a ``TrustedText`` position prints in the
+    capability section. A ``str`` subclass's own ``__new__`` (``cls: type[Self]``, ``Self``
+    bound to that subclass) makes no trusted text and stays clean. Run at the end of the
+    module's check, over the calls :func:`report_values` kept, when mypy has typed them.
+    """
+    kept = _MADE.pop(checker.tree.fullname, None)
+    if kept is None or kept[0] is not checker.tree:
+        return
+    trusted = trusted_instance(checker)
+    if trusted is None:
+        return
+    for call in kept[1]:
+        made = get_proper_type(checker.lookup_type_or_none(call))
+        if isinstance(made, TypeVarType) and _text_bound(made, trusted, checker):
+            shown = f'a type variable ("{made.name}") that a TrustedInstruction can fill'
+        elif isinstance(made, Instance) and made.type.fullname == _names.TRUSTED:
+            shown = format_type(made, checker.options)
+        else:
+            continue
+        checker.fail(
+            f"__new__() called by its name got the class of {shown}, and makes it from any text: "
+            f"{_VALUE_ADVICE.format(brand='TrustedInstruction', fix=_FIX[_names.TRUSTED])}",
+            call,
+            code=errorcodes.FORGE,
+        )
+
+
+def _text_bound(variable: TypeVarType, trusted: Instance, checker: TypeChecker) -> bool:
+    """Whether ``variable`` is bound to text that a ``TrustedInstruction`` can fill (``T``
+    bound to ``str``): only such a class reaches ``str.__new__``. An unbounded one
+    (``kind.__new__(kind)`` in a generic factory) makes no text."""
+    bound = variable.upper_bound
+    return is_subtype(trusted, bound) and is_subtype(bound, checker.named_type(_names.STR))
+
+
+def trusted_instance(checker: TypeChecker) -> Instance | None:
+    """``TrustedInstruction`` as a type, if the build holds veridic (else no value can be one)."""
+    module, _, name = _names.TRUSTED.rpartition(".")
+    tree = checker.modules.get(module)
+    symbol = None if tree is None else tree.names.get(name)
+    info = None if symbol is None else symbol.node
+    return Instance(info, []) if isinstance(info, TypeInfo) else None
+
+
 def report_values(checker: TypeChecker, expressions: list[Expression], kept: set[int]) -> None:
     """Report a brand used as a value (not called: ``kept`` holds the callees and the owners
     of attribute reads) and a ``cast()`` to a brand, in ``checker``'s module."""
@@ -132,6 +195,9 @@ def report_values(checker: TypeChecker, expressions: list[Expression], kept: set
     if _names.in_package(tree.fullname):
         return
     found: list[tuple[Expression, str]] = []
+    made = [expr for expr in expressions if isinstance(expr, CallExpr) and _calls_new(expr)]
+    if made:
+        _MADE[tree.fullname] = (tree, made)
     for expr in expressions:
         if isinstance(expr, CastExpr):
             brand = _brand_in(expr.type)
@@ -153,6 +219,13 @@ def report_values(checker: TypeChecker, expressions: list[Expression], kept: set
     for expr, brand in found:
         if id(expr) not in type_only:
             checker.fail(_value_message(brand), expr, code=errorcodes.FORGE)
+
+
+def _calls_new(call: CallExpr) -> bool:
+    """Whether ``call`` calls a ``__new__`` by its name with a class (``str.__new__(cls,
+    text)``)."""
+    callee = call.callee
+    return isinstance(callee, MemberExpr) and callee.name == "__new__" and bool(call.args)
 
 
 def guards(tree: MypyFile) -> Iterator[FuncDef]:

@@ -36,15 +36,21 @@ and stays clean), and so is a namespace passed where a function takes a mutable
 mapping (``dict``, ``MutableMapping``, or ``Any`` in the project's own code: not
 ``json.dumps(globals())``), which may write through it.
 
-A module reached as ``sys.modules[__name__]`` is the module itself. Not seen: a namespace
-reached through what the plugin cannot name (``sys.modules[name].__dict__``), or passed
+A module reached as ``sys.modules[__name__]`` is the module itself. A module looked up by a
+name written in the code (``sys.modules["prompts"]``, ``importlib.import_module("prompts")``,
+also kept in a variable first: ``persona = importlib.import_module("persona")``) is that
+module when this module imports it (mypy checks it first, so its names are known); looked
+up by another name, or by text not known in the code, it is a module the plugin cannot
+name, whose namespace is checked as ``setattr()`` on one is. Not seen: a module object
+passed to a function as a ``ModuleType`` and written through there, a namespace passed
 through a parameter typed ``Mapping`` and cast back; ``exec()`` of text that names another
 module (``import prompts; prompts.TONE = ...``): code run by ``exec`` is not checked at all.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Iterator, Mapping
+from typing import Final, NamedTuple
 
 from mypy.checker import TypeChecker
 from mypy.nodes import (
@@ -53,6 +59,9 @@ from mypy.nodes import (
     CallExpr,
     Context,
     Expression,
+    Import,
+    ImportAll,
+    ImportFrom,
     IndexExpr,
     MemberExpr,
     MypyFile,
@@ -74,6 +83,7 @@ from mypy.types import (
     UnionType,
     get_proper_type,
 )
+from mypy.util import correct_relative_import
 
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_declared import holds_trusted
@@ -92,7 +102,9 @@ _MUTATORS: Final = frozenset(
 _NAMESPACES: Final = frozenset({"builtins.globals", "builtins.vars"})
 _MODULE_TYPE: Final = "types.ModuleType"
 _UNKNOWN: Final = object()
-"""A module object the plugin cannot name (``sys.modules[name]``)."""
+_SYS_MODULES: Final = "sys.modules"
+_IMPORT_MODULE: Final = "importlib.import_module"
+"""A module object the plugin cannot name (``sys.modules[name]``, a name it does not import)."""
 _ADVICE: Final = (
     "a Final constant is read as text written in code wherever it is used, so keep it "
     "constant: hold text that changes in a variable (placed as data with Composer.data()), "
@@ -105,13 +117,13 @@ def report_writes(checker: TypeChecker, expressions: list[Expression]) -> None:
     tree = checker.tree
     if _names.in_package(tree.fullname):
         return
-    held = _holders(tree, expressions)
+    scope = _scope_of(checker, expressions)
     for target in assigned(tree.defs):
         if isinstance(target, IndexExpr):
-            _check_namespace(checker, target.base, target, "an item assigned through", held)
+            _check_namespace(checker, target.base, target, "an item assigned through", scope)
     for expr in expressions:
         if isinstance(expr, MemberExpr) and expr.name in _MUTATORS:
-            _check_namespace(checker, expr.expr, expr, f"{expr.name}() called on", held)
+            _check_namespace(checker, expr.expr, expr, f"{expr.name}() called on", scope)
 
 
 def check_runner(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecker) -> None:
@@ -127,11 +139,8 @@ def check_runner(callee: str, ctx: FunctionContext | MethodContext, checker: Typ
     if not ctx.args[1:2] or not ctx.args[1] or _is_none(ctx.args[1][0]):
         seen.append(tree)
         _check_runs_in(checker, tree, f"{what} without globals runs in", ctx.context, _RUN_HINT)
-    held: dict[int, MypyFile | object] | None = None
     for arg in given:
-        if isinstance(arg, NameExpr) and held is None:
-            held = _holders_of(tree)
-        module = _namespace_of(arg, tree, held or {})
+        module = _namespace_of(arg, _scope_of(checker))
         if module is not None and module not in seen:
             seen.append(module)
             _check_runs_in(checker, module, f"{what} runs in", arg, _RUN_HINT)
@@ -160,14 +169,11 @@ def check_passed(
     if _names.in_package(tree.fullname):
         return
     own = checked_here(callee, checker)
-    held: dict[int, MypyFile | object] | None = None
     for position, exprs in enumerate(ctx.args):
         for arg in exprs:
             if not _may_be_namespace(arg):
                 continue
-            if isinstance(arg, NameExpr) and held is None:
-                held = _holders_of(tree)
-            module = _namespace_of(arg, tree, held or {})
+            module = _namespace_of(arg, _scope_of(checker))
             formal = formals[position] if position < len(formals) else None
             if module is not None and writable(formal, own):
                 _check_runs_in(checker, module, _PASSED, arg, _PASS_HINT)
@@ -241,7 +247,7 @@ def check_attribute_write(
     if len(ctx.args) < 2 or len(ctx.args[0]) != 1 or len(ctx.args[1]) != 1:
         return
     owner, name = ctx.args[0][0], ctx.args[1][0]
-    module: MypyFile | TypeInfo | object | None = _module(owner, checker.tree)
+    module: MypyFile | TypeInfo | object | None = _module(owner, _scope_of(checker))
     if module is None:
         typ = get_proper_type(ctx.arg_types[0][0])
         if isinstance(typ, Instance) and typ.type.fullname == _MODULE_TYPE:
@@ -280,82 +286,147 @@ def _check_namespace(
     base: Expression,
     context: Context,
     how: str,
-    held: dict[int, MypyFile | object],
+    scope: _Scope,
 ) -> None:
-    module = _namespace_of(base, checker.tree, held)
+    module = _namespace_of(base, scope)
     if module is not None:
         _check_runs_in(checker, module, how, context)
 
 
-_HELD: dict[str, tuple[MypyFile, dict[int, MypyFile | object]]] = {}
-""":func:`_holders` of each module walked in this build (its tree kept to tell builds apart)."""
+class _Scope(NamedTuple):
+    """What a module's code reaches modules through, read once per module."""
+
+    tree: MypyFile
+    imported: Mapping[str, MypyFile]
+    """The modules the module imports, by name (mypy checks them first): a module looked up
+    by one of these names written in the code (``sys.modules["prompts"]``,
+    ``importlib.import_module("prompts")``) is that module. Another name may be any module:
+    the build may not have read that one yet."""
+    namespaces: dict[int, MypyFile | object]
+    """The variables bound anywhere in the module to a module's namespace (``ns =
+    globals()``, ``(ns := vars(prompts))``), by the id of their ``Var``, with the module."""
+    modules: dict[int, MypyFile | object]
+    """The variables bound to a module looked up by name (``persona =
+    importlib.import_module("persona")``), by the id of their ``Var``, with the module."""
+
+
+_SCOPES: dict[str, _Scope] = {}
+""":func:`_scope_of` each module walked in this build."""
 
 
 def forget() -> None:
     """Drop what one build learnt (``VeridicPlugin`` calls this for each new build)."""
-    _HELD.clear()
+    _SCOPES.clear()
 
 
-def _holders_of(tree: MypyFile) -> dict[int, MypyFile | object]:
-    """:func:`_holders` of ``tree``, once per module (the call hooks ask at each call)."""
-    cached = _HELD.get(tree.fullname)
-    if cached is None or cached[0] is not tree:
-        cached = _HELD[tree.fullname] = (tree, _holders(tree))
-    return cached[1]
-
-
-def _holders(
-    tree: MypyFile, expressions: list[Expression] | None = None
-) -> dict[int, MypyFile | object]:
-    """The variables bound anywhere in ``tree`` to a module's namespace (``ns = globals()``,
-    ``(ns := vars(prompts))``), by the id of their ``Var``, with the module. ``expressions``
-    are the module's, when the caller has them already."""
-    held: dict[int, MypyFile | object] = {}
-    for statement in every_statement(tree.defs):
-        if isinstance(statement, AssignmentStmt):
-            module = _namespace_of(statement.rvalue, tree, {})
-            if module is not None:
-                for lvalue in statement.lvalues:
-                    if isinstance(lvalue, NameExpr) and isinstance(lvalue.node, Var):
-                        held[id(lvalue.node)] = module
+def _scope_of(checker: TypeChecker, expressions: list[Expression] | None = None) -> _Scope:
+    """The :class:`_Scope` of ``checker``'s module, read once per module (the call hooks ask
+    at each call); ``expressions`` are the module's, when the caller has them already."""
+    tree = checker.tree
+    cached = _SCOPES.get(tree.fullname)
+    if cached is not None and cached.tree is tree:
+        return cached
+    imported = {name: checker.modules[name] for name in _imports(tree) if name in checker.modules}
+    scope = _SCOPES[tree.fullname] = _Scope(tree, imported, {}, {})
+    bindings = [
+        (lvalue.node, statement.rvalue)
+        for statement in every_statement(tree.defs)
+        if isinstance(statement, AssignmentStmt)
+        for lvalue in statement.lvalues
+        if isinstance(lvalue, NameExpr) and isinstance(lvalue.node, Var)
+    ]
     if expressions is None:
         expressions = [expr for statement in tree.defs for expr in get_subexpressions(statement)]
-    for expr in expressions:
-        if isinstance(expr, AssignmentExpr) and isinstance(expr.target.node, Var):
-            module = _namespace_of(expr.value, tree, {})
-            if module is not None:
-                held[id(expr.target.node)] = module
-    return held
+    bindings += [
+        (expr.target.node, expr.value)
+        for expr in expressions
+        if isinstance(expr, AssignmentExpr) and isinstance(expr.target.node, Var)
+    ]
+    for var, value in bindings:
+        module = _looked_up(value, scope)
+        if module is not None:
+            scope.modules[id(var)] = module
+    for var, value in bindings:
+        module = _namespace_of(value, scope)
+        if module is not None:
+            scope.namespaces[id(var)] = module
+    return scope
 
 
-def _namespace_of(
-    expr: Expression, tree: MypyFile, held: dict[int, MypyFile | object]
-) -> MypyFile | object | None:
+def _imports(tree: MypyFile) -> Iterator[str]:
+    """The names of the modules ``tree`` imports (``import app.prompts`` imports ``app``
+    too), at any depth of its code."""
+    for statement in tree.imports:
+        if isinstance(statement, Import):
+            names = [module for module, _ in statement.ids]
+        elif isinstance(statement, ImportFrom | ImportAll):
+            module, _ = correct_relative_import(
+                tree.fullname, statement.relative, statement.id, tree.is_package_init_file()
+            )
+            names = [module]
+            if isinstance(statement, ImportFrom):  # from app import prompts
+                names += [f"{module}.{name}" for name, _ in statement.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            yield from (".".join(parts[:end]) for end in range(1, len(parts) + 1))
+
+
+def _namespace_of(expr: Expression, scope: _Scope) -> MypyFile | object | None:
     """The module whose namespace ``expr`` is: ``globals()``, ``vars()`` or ``vars(module)``,
-    ``module.__dict__``, a variable ``held`` binds to one (or ``:=`` binds); ``None`` when it
-    is none of them."""
+    ``module.__dict__``, a variable bound to one (or ``:=`` binds); ``None`` when it is none
+    of them."""
     if isinstance(expr, AssignmentExpr):
-        return _namespace_of(expr.value, tree, held)
+        return _namespace_of(expr.value, scope)
     if isinstance(expr, NameExpr) and isinstance(expr.node, Var):
-        return held.get(id(expr.node))
+        return scope.namespaces.get(id(expr.node))
     if isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr):
         if expr.callee.fullname not in _NAMESPACES:
             return None
         if not expr.args:
-            return tree
-        return _module(expr.args[0], tree) if len(expr.args) == 1 else None
+            return scope.tree
+        return _module(expr.args[0], scope) if len(expr.args) == 1 else None
     if isinstance(expr, MemberExpr) and expr.name == "__dict__":
-        return _module(expr.expr, tree)
+        return _module(expr.expr, scope)
     return None
 
 
-def _module(expr: Expression, tree: MypyFile) -> MypyFile | None:
-    """The module ``expr`` names: an imported module, or ``tree`` itself reached through
-    ``sys.modules[__name__]``."""
-    if isinstance(expr, IndexExpr) and _is_own_name(expr.index, tree):
-        base = expr.base
-        return tree if isinstance(base, RefExpr) and base.fullname == "sys.modules" else None
-    return expr.node if isinstance(expr, RefExpr) and isinstance(expr.node, MypyFile) else None
+def _module(expr: Expression, scope: _Scope) -> MypyFile | object | None:
+    """The module ``expr`` is: an imported module, one looked up by name (``tree`` itself
+    through ``sys.modules[__name__]``), or a variable bound to one of those; ``None``
+    when it is none of them."""
+    if isinstance(expr, RefExpr) and isinstance(expr.node, MypyFile):
+        return expr.node
+    if isinstance(expr, NameExpr) and isinstance(expr.node, Var):
+        return scope.modules.get(id(expr.node))
+    return _looked_up(expr, scope)
+
+
+def _looked_up(expr: Expression, scope: _Scope) -> MypyFile | object | None:
+    """The module ``sys.modules[...]`` or ``importlib.import_module(...)`` gives: the build's
+    module of the name written in the code (the module itself for its ``__name__``), else
+    one the plugin cannot name (:data:`_UNKNOWN`); ``None`` for any other expression.
+
+    mypy types either as a ``ModuleType``, whose namespace is a ``dict[str, Any]``: a write
+    through it is checked against nothing, as one through ``vars(prompts)`` is."""
+    name: Expression | None = None
+    if isinstance(expr, IndexExpr) and isinstance(expr.base, RefExpr):
+        if expr.base.fullname != _SYS_MODULES:
+            return None
+        if _is_own_name(expr.index, scope.tree):
+            return scope.tree
+        name = expr.index
+    elif isinstance(expr, CallExpr) and isinstance(expr.callee, RefExpr):
+        if expr.callee.fullname != _IMPORT_MODULE:
+            return None
+        if len(expr.args) == 1 and expr.arg_names[0] is None:
+            name = expr.args[0]  # import_module(name, package) resolves a relative name
+    else:
+        return None
+    if isinstance(name, StrExpr) and not name.value.startswith("."):
+        return scope.imported.get(name.value, _UNKNOWN)
+    return _UNKNOWN
 
 
 def _is_own_name(expr: Expression, tree: MypyFile) -> bool:

@@ -49,7 +49,7 @@ that was not written in code: a variable, an f-string with values, ``str(...)``,
 ``.format()``, a call, ``UntrustedText``. mypy itself reads ``LiteralString`` as ``str``.
 Also such a function, or a class whose constructor is one, passed on as a value where it
 is called unchecked, and a ``Final`` text constant rewritten through its module's
-namespace (``globals()``, ``setattr(module, ...)``)."""
+namespace (``globals()``, ``setattr(module, ...)``, a module looked up by name)."""
 
 FORGE: Final = ErrorCode(
     "veridic-forge",
@@ -71,7 +71,12 @@ of mypy's own code that kept a ``str`` typed trusted (outside an argument of ver
 And an attribute declared trusted over a base's attribute that takes any ``str``, trusted
 text declared under ``if TYPE_CHECKING:`` without a body (or bound again in the branch only
 the run time reads), and a module's variable declared trusted written through the module's
-namespace (``globals()``, ``setattr(module, ...)``)."""
+namespace (``globals()``, ``setattr(module, ...)``, a module looked up by name). And
+other text written into trusted text where mypy checks the write against a wider type or
+against nothing: through a covariant view of a generic object (``box.item = reply`` on a
+``Box[str]``), a ``TypedDict``'s ``__setitem__`` called by its name, ``NamedTuple._make()``,
+and a ``__new__`` called by its name with a brand's class (``str.__new__(type(minted),
+reply)``)."""
 
 ANY: Final = ErrorCode(
     "veridic-any",

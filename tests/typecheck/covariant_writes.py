@@ -1,0 +1,82 @@
+"""A write through a covariant view of a generic object into its attribute (veridic-forge).
+
+mypy lets a Box[TrustedInstruction] be held as a Box[str] (its type variable is covariant),
+and checks box.item = reply against that view's str: the object's attribute, read through
+the Box[TrustedInstruction] it is, held the reply typed trusted, and a TrustedText position
+(a component's hint) printed it in the capability section.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from veridic import TrustedInstruction, instruction
+
+reply = os.environ["REPLY"]
+T_co = TypeVar("T_co", covariant=True)
+K_co = TypeVar("K_co", covariant=True)
+T = TypeVar("T")
+
+
+class Box(Generic[T_co]):
+    def __init__(self, item: T_co) -> None:
+        self.item = item  # its own class writes its own type variable: accepted
+        self.spare: T_co | None = None
+
+    def get(self) -> T_co:
+        return self.item
+
+
+@dataclass
+class Cell(Generic[T_co]):
+    value: T_co
+
+
+class Labelled(Box[T_co]):
+    pass
+
+
+class Pair(Generic[K_co, T]):
+    def __init__(self, key: K_co, value: T) -> None:
+        self.key = key
+        self.value = value
+
+
+def fill(box: Box[str]) -> None:
+    box.item = reply  # E: [veridic-forge] a Box[TrustedInstruction]
+    box.spare = reply  # E: [veridic-forge] the attribute "spare"
+    box.item += reply  # E: [veridic-forge] the attribute "item"
+
+
+def fill_cell(cell: Cell[str], labelled: Labelled[object], loose: Any) -> None:
+    cell.value = reply  # E: [veridic-forge] the attribute "value"
+    labelled.item = reply  # E: [veridic-forge] the attribute "item"
+    cell.value = loose  # E: [veridic-any] the attribute "value"
+
+
+trusted = Box(instruction("Be brief."))
+fill(trusted)
+hint: TrustedInstruction = trusted.get()
+
+
+# Accepted: the view holds trusted text already, or its type argument cannot be a
+# TrustedInstruction, or what is written is minted, or the attribute is typed by an
+# invariant type variable (mypy refuses the wider view), or the write is the class's own.
+def accepted(
+    box: Box[TrustedInstruction], sizes: Box[int], words: Box[str], pair: Pair[str, str]
+) -> None:
+    box.item = instruction("Be polite.")
+    sizes.item = 3
+    words.item = instruction("Be brief.")
+    words.spare = None
+    pair.value = reply
+
+
+def fresh() -> None:
+    # The plugin cannot tell where the object held as a Box[str] was made: every write
+    # through such a view is reported (declare the type variable invariant, or make the
+    # attribute read-only: a property, a frozen dataclass).
+    local = Box(reply)
+    local.item = reply  # E: [veridic-forge] make the attribute read-only

@@ -1,0 +1,57 @@
+"""Another module's trusted variable written through a module looked up by name (veridic-forge).
+
+mypy types importlib.import_module("...") and sys.modules["..."] as a ModuleType, whose
+namespace is a dict[str, Any]: vars(...)["BANNER"] = reply put the reply in a variable
+that the module's readers typed trusted, and a component's hint printed it in the
+capability section. A module named by text written in the code is the module the build
+imports (mypy checked it first), checked as if it were imported; another name may be any
+module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json  # noqa: F401
+import os
+import sys
+from importlib import import_module
+
+# Imported: the build checked them before this module, so their names are known here.
+import _checked_persona  # noqa: F401
+import _constants  # noqa: F401
+
+reply = os.environ["REPLY"]
+name = os.environ["MODULE"]
+
+# E: [veridic-forge] "_checked_persona" (its variables declared trusted: BANNER)
+vars(importlib.import_module("_checked_persona"))["BANNER"] = reply
+# E: [veridic-forge] the namespace of module "_checked_persona"
+import_module("_checked_persona").__dict__["BANNER"] = reply
+# E: [veridic-forge] the namespace of module "_checked_persona"
+sys.modules["_checked_persona"].__dict__["BANNER"] = reply
+# E: [veridic-forge] the namespace of module "_checked_persona"
+vars(sys.modules["_checked_persona"]).update(BANNER=reply)
+# E: [veridic-forge] setattr() on module "_checked_persona" sets the variable "BANNER"
+setattr(importlib.import_module("_checked_persona"), "BANNER", reply)  # noqa: B010
+# E: [veridic-literal] on module "_constants" sets the Final constant "GREETING"
+setattr(sys.modules["_constants"], "GREETING", reply)  # noqa: B010
+persona = importlib.import_module("_checked_persona")
+persona.__dict__["BANNER"] = reply  # E: [veridic-forge] the namespace of module "_checked_persona"
+# A module named by text not known in the code (or by a name this module does not import)
+# may be any module: as for setattr() on one, a write through its namespace is reported as
+# one that may hold a Final constant.
+# E: [veridic-literal] the namespace of a module the plugin cannot name
+vars(sys.modules["_helpers"])["GREETING"] = reply
+# E: [veridic-literal] the namespace of a module the plugin cannot name
+vars(sys.modules[name])["GREETING"] = reply
+# E: [veridic-literal] the namespace of a module the plugin cannot name
+importlib.import_module(name).__dict__["GREETING"] = reply
+
+# Accepted: a module looked up and read, an attribute written that holds no trusted text,
+# a write into the namespace of an imported module with neither trusted variables nor
+# Final constants.
+loader = importlib.import_module("json")
+print(loader.dumps({"banner": vars(sys.modules["_checked_persona"]).get("BANNER")}))
+setattr(importlib.import_module("_checked_persona"), "counter", 1)  # noqa: B010
+vars(importlib.import_module("json"))["flag"] = True
+sys.modules["json"].__dict__["flag"] = True
