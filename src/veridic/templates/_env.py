@@ -259,6 +259,10 @@ class _InstructionContext(Context):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
+        if type(__obj) is Macro:  # jinja2's call, without its look for what to pass first
+            kwargs.pop("_loop_vars", None)
+            kwargs.pop("_block_vars", None)
+            return __obj(*args, **kwargs)  # its output: text the macro wrote
         result = Context.call(__self, __obj, *args, **kwargs)
         if type(result) in _PLAIN:
             return result
