@@ -66,8 +66,9 @@ value again before each render, on a copy of its containers that the render
 then reads (a ``defaultdict`` cannot make a value the check never saw).
 Untrusted text that a value hands out while the template renders (an attribute set on
 an ``Enum`` member at run time, what its method or a filter of ``safe_filters=``
-returns) is refused where the template reads it, a ``ProvenanceError`` naming the line
-and the text's source, before a filter or ``~`` could make plain text of it.
+returns, or a list, dict, tuple or generator of those holds) is refused where the
+template reads it, a ``ProvenanceError`` naming the line and the text's source, before a
+filter or ``~`` could make plain text of it.
 
 Errors, and why each is the one it is:
 

@@ -33,7 +33,7 @@ from veridic.templates._params import (
     snapshot,
     trusted_text,
 )
-from veridic.templates._runtime import instruction_text, reported
+from veridic.templates._runtime import cut, instruction_text, reported
 from veridic.text.fence import DataMode, block_parts, check_label, check_mode
 from veridic.text.provenance import (
     Span,
@@ -365,13 +365,20 @@ def _said(error: BaseException) -> str:
     jinja2's quotes the key or attribute name it missed or refused, which a template may
     take from a value (``{{ rows[value] }}``, ``|attr(value)``): outside text, megabytes of
     it maybe, or a terminal's escape sequences, which a message must not carry whole. A
-    check of veridic's own (the sandbox's bounds) already quotes what it was given clipped,
-    and says what to do: that is kept whole.
+    check of veridic's own (the sandbox's bounds) quotes what it was given clipped, and
+    says what to do: that is kept whole, up to a bound (:data:`_OWN_SAID`).
     """
     said = error_message(error)
-    if _raised_in(error).startswith("veridic.") or (said.isprintable() and len(said) <= _SAID):
+    if _raised_in(error).startswith("veridic."):
+        return cut(said, _OWN_SAID)
+    if said.isprintable() and len(said) <= _SAID:
         return said
     return clip(said, _SAID)
+
+
+_OWN_SAID = 1_000
+"""Characters of veridic's own message a render error quotes: all of every message, but
+one that quotes what it was given at length (a ``%`` format's mapping key, whole)."""
 
 
 def _raised_in(error: BaseException) -> str:

@@ -32,13 +32,14 @@ output becomes one data block, so nothing in it needs to remember its source.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Any, Final, Literal, TypeGuard
 
 from jinja2 import BaseLoader, Environment, StrictUndefined, nodes, pass_context
 from jinja2.compiler import CodeGenerator, Frame
 from jinja2.nodes import EvalContext
-from jinja2.runtime import Context, LoopContext
+from jinja2.runtime import Context, LoopContext, Macro
 from jinja2.sandbox import SandboxedEnvironment, modifies_known_mutable
 
 from veridic._sample import clip
@@ -83,9 +84,9 @@ from veridic.templates._runtime import (
     concat,
     emit,
     finalize,
+    handed_out,
     refuse_address,
     refuse_callable,
-    refuse_untrusted,
     stored_literal,
     template_line,
 )
@@ -258,24 +259,45 @@ class _InstructionContext(Context):
         *args: Any,
         **kwargs: Any,
     ) -> Any:
+        if type(__obj) is Macro:  # jinja2's call, without its look for what to pass first
+            kwargs.pop("_loop_vars", None)
+            kwargs.pop("_block_vars", None)
+            return __obj(*args, **kwargs)  # its output: text the macro wrote
         result = Context.call(__self, __obj, *args, **kwargs)
-        if type(result) is UNTRUSTED:
-            name = getattr(__obj, "__name__", None)
-            shown = f"{name}()" if isinstance(name, str) else "a call"
-            refuse_untrusted(result, template_line, f"calls {clip(shown, 40)}, which returns")
-        return result
+        if type(result) in _PLAIN:
+            return result
+        name = getattr(__obj, "__name__", None)
+        shown = f"{name}()" if isinstance(name, str) else "a call"
+        return handed_out(result, template_line, f"calls {clip(shown, 40)}, which returns")
+
+
+_PLAIN: Final = (
+    (SCALARS - {UNTRUSTED})
+    | EMITTED_AS_IS
+    | {
+        Macro,
+        types.MethodType,
+        types.BuiltinMethodType,
+        types.FunctionType,
+    }
+)
+"""What a value hands out that needs no further look: text of its own, a number, a macro
+or a method (what a call of it returns is looked at: :class:`_InstructionContext`)."""
+_CHECKED: Final = frozenset({dict, list, tuple})
+"""Holders whose items were checked already: the render's copy of its values, checked
+before it, and what :func:`handed_out` searched (globals hold no containers)."""
 
 
 def _checked(name: str, function: Callable[..., object]) -> Callable[..., object]:
     """An application's filter in an instruction template: untrusted text it returns is
-    refused (:func:`refuse_untrusted`), where the template uses it, before the next
+    refused (:func:`handed_out`), where the template uses it, before the next
     filter makes plain text of it."""
 
     def checked(*arguments: Any, **options: Any) -> object:
         result = function(*arguments, **options)
-        if type(result) is UNTRUSTED:
-            refuse_untrusted(result, template_line, f"gives |{name}, which returns")
-        return result
+        if type(result) in _PLAIN:
+            return result
+        return handed_out(result, template_line, f"gives |{name}, which returns")
 
     if hasattr(function, "jinja_pass_arg"):  # jinja2's marker of what the filter is passed
         checked.jinja_pass_arg = function.jinja_pass_arg  # type: ignore[attr-defined]  # jinja2's own marker, read by its compiler
@@ -416,6 +438,7 @@ class ProvenanceEnvironment(Environment):
             finalize=finalize if kind == "data" else None,
         )
         self.kind: Kind = kind
+        self.hands_out = kind == "instruction"  # what values hand out is checked (getattr)
         if kind == "instruction":
             # Instance attributes: compiled code reads them at every output.
             self.concat = concat  # type: ignore[method-assign]  # jinja2's hook for buffered output
@@ -457,28 +480,38 @@ class ProvenanceEnvironment(Environment):
         return _refused(name) if name in self.unsafe_filters else _checked(name, function)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        """``obj.attribute`` (jinja2's, or its sandbox's), with two of veridic's rules.
+        """``obj.attribute``, else item ``attribute`` (jinja2's rule), with two of veridic's.
 
         ``.format`` and ``.format_map`` of text in a template shipped with the code are
         :func:`~veridic.templates._format.checked_format`'s: the format string may be a
         value from outside (the sandbox refuses them). In an instruction template,
-        untrusted text read from a value (an attribute set on an ``Enum`` member at run
-        time) is refused before anything computes with it (:func:`refuse_untrusted`).
+        untrusted text a value hands out (an attribute set on an ``Enum`` member at run
+        time, a list there holding it) is refused before anything computes with it
+        (:func:`handed_out`). jinja2's body, inlined: every ``x.y`` of every shipped
+        template comes here, and an attribute found costs what it did, and a type check.
         """
-        if attribute in FORMATTERS and isinstance(obj, str) and not self.sandboxed:
-            return checked_format(obj, attribute)
-        found = super().getattr(obj, attribute)
-        if type(found) is UNTRUSTED and self.kind == "instruction":
-            refuse_untrusted(found, template_line, f"reads .{attribute}, which gives")
-        return found
+        if attribute in FORMATTERS and isinstance(obj, str):
+            return checked_format(obj, attribute, instruction=self.kind == "instruction")
+        try:
+            found = getattr(obj, attribute)
+        except AttributeError:
+            try:
+                found = obj[attribute]
+            except (TypeError, LookupError, AttributeError):
+                return self.undefined(obj=obj, name=attribute)
+        if type(found) in _PLAIN or not self.hands_out or type(obj) in _CHECKED:
+            return found
+        return handed_out(found, template_line, f"reads .{attribute}, which gives")
 
     def getitem(self, obj: Any, argument: Any) -> Any:
         """``obj[argument]``, else attribute ``argument`` of ``obj`` (jinja2's rule), with
         the rules of :meth:`getattr`."""
         found = self._item(obj, argument)
-        if type(found) is UNTRUSTED and self.kind == "instruction":
-            refuse_untrusted(found, template_line, f"reads [{clip(repr(argument))}], which gives")
-        return found
+        if type(found) in _PLAIN or not self.hands_out:
+            return found
+        if type(obj) in _CHECKED and type(found) is not UNTRUSTED:
+            return found
+        return handed_out(found, template_line, f"reads [{clip(repr(argument))}], which gives")
 
     def _item(self, obj: Any, argument: Any) -> Any:
         """``obj[argument]``, else attribute ``argument`` of ``obj`` (jinja2's rule), but not
@@ -495,7 +528,7 @@ class ProvenanceEnvironment(Environment):
                 if _python_own(argument):
                     raise _dunder_use(argument, *template_line()) from None
                 if argument in FORMATTERS and isinstance(obj, str):
-                    return checked_format(obj, argument)
+                    return checked_format(obj, argument, instruction=self.kind == "instruction")
                 try:
                     return getattr(obj, argument)
                 except AttributeError:
@@ -567,6 +600,14 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
 
     intercepted_binops = INTERCEPTED
     _item = SandboxedEnvironment.getitem  # not ProvenanceEnvironment's, first in the MRO
+
+    def getattr(self, obj: Any, attribute: str) -> Any:
+        """The sandbox's ``obj.attribute`` (it refuses ``.format``), with the check of
+        what a value hands out (:meth:`ProvenanceEnvironment.getattr`)."""
+        found = SandboxedEnvironment.getattr(self, obj, attribute)
+        if type(found) in _PLAIN or not self.hands_out or type(obj) in _CHECKED:
+            return found
+        return handed_out(found, template_line, f"reads .{attribute}, which gives")
 
     def __init__(
         self,

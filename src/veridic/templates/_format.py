@@ -33,7 +33,13 @@ from veridic._sample import clip
 from veridic._words import a_type
 from veridic.errors import TemplateError
 from veridic.templates._bounds import check_binop
-from veridic.templates._runtime import SCALARS, refuse_address, template_line
+from veridic.templates._runtime import (
+    SCALARS,
+    cut,
+    handed_out,
+    refuse_address,
+    template_line,
+)
 
 __all__ = ["FORMATTERS", "checked_format", "checked_printf", "printf_filter"]
 
@@ -42,11 +48,14 @@ FORMATTERS: Final = frozenset({"format", "format_map"})
 _WIDEST: Final = MAX_RANGE
 """The widest width or precision a format field may ask for (the sandbox's bound)."""
 _NUMBER: Final = re.compile(r"\d+")
+_REPRS: Final = frozenset({"r", "a"})
+"""Conversions that write a value's ``repr``."""
 
 
-def checked_format(text: str, method: str) -> Callable[..., str]:
-    """What a template gets for ``text.format`` or ``text.format_map`` (``method``)."""
-    formatter = _Formatter()
+def checked_format(text: str, method: str, *, instruction: bool) -> Callable[..., str]:
+    """What a template gets for ``text.format`` or ``text.format_map`` (``method``); in
+    an ``instruction`` template, a field that reads untrusted text is refused."""
+    formatter = _Formatter(instruction=instruction)
     if method == "format_map":
 
         def format_map(mapping: Mapping[str, Any], /) -> str:
@@ -73,7 +82,8 @@ def checked_printf(text: object) -> object:
         except SecurityError as error:
             template, line = template_line()
             raise TemplateError(
-                f"template {template!r}{line} formats with %: {error}; a format string may "
+                f"template {template!r}{line} formats with %: {cut(str(error), 300)}; a format "
+                "string may "
                 "be a value from outside, and Python would make text that long: write the "
                 "format in the template"
             ) from None
@@ -89,6 +99,13 @@ def printf_filter(value: Any, *args: object, **kwargs: object) -> str:
 class _Formatter(string.Formatter):
     """Python's formatter, reading fields as jinja2's sandbox reads attributes."""
 
+    def __init__(self, *, instruction: bool) -> None:
+        self._instruction = instruction
+
+    def vformat(self, format_string: str, args: Sequence[Any], kwargs: Mapping[str, Any]) -> str:
+        self._asked = 0  # the widths and precisions this format asked for, in all
+        return super().vformat(format_string, args, kwargs)
+
     def get_field(
         self, field_name: str, args: Sequence[Any], kwargs: Mapping[str, Any]
     ) -> tuple[Any, str | int]:
@@ -103,18 +120,29 @@ class _Formatter(string.Formatter):
                 value = value[name]
         return value, first
 
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        """The field's value, checked before ``!r``, ``!s`` or ``!a`` makes text of it:
+        untrusted text in an instruction template (read through a field's attributes,
+        which no check of the template's saw), and text that would be an address
+        (``!r`` writes what a list would: an item's ``repr``)."""
+        if self._instruction:
+            handed_out(value, template_line, "formats a field holding")
+        if type(value) not in SCALARS:
+            refuse_address(value, template_line, "formats", item=conversion in _REPRS)
+        return super().convert_field(value, conversion)
+
     def format_field(self, value: Any, format_spec: str) -> str:
         for number in _NUMBER.findall(format_spec):
-            if len(number) > 6 or int(number) > _WIDEST:
+            self._asked += int(number) if len(number) <= 6 else _WIDEST + 1
+            if self._asked > _WIDEST:
                 template, line = template_line()
                 raise TemplateError(
                     f"template {template!r}{line} runs a format string whose field asks for a "
-                    f"width or precision of {clip(number, 20)}, more than {_WIDEST:,}: a format "
-                    "string may be a value from outside, and Python would make text that "
-                    "long; write the format in the template, at most that wide"
+                    f"width or precision of {clip(number, 20)}, more than {_WIDEST:,} with "
+                    "those of the fields before it: a format string may be a value from "
+                    "outside, and Python would make text that long; write the format in the "
+                    "template, at most that wide in all"
                 )
-        if type(value) not in SCALARS:
-            refuse_address(value, template_line, "formats")
         return format(value, format_spec)
 
 

@@ -30,7 +30,7 @@ import logging
 import re
 import sys
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, ValuesView
 from collections.abc import Set as AbstractSet
 from contextvars import ContextVar
 from typing import Any, Final, cast
@@ -57,8 +57,10 @@ __all__ = [
     "TRUSTED",
     "Rendered",
     "concat",
+    "cut",
     "emit",
     "finalize",
+    "handed_out",
     "instruction_text",
     "refuse_address",
     "refuse_callable",
@@ -141,6 +143,70 @@ def refuse_untrusted(value: str, where: Callable[[], tuple[str, str]], doing: st
     raise ProvenanceError(message)
 
 
+def cut(message: str, limit: int) -> str:
+    """``message``, or its first and last ``limit // 2`` characters when it is longer: a
+    message of veridic's own that quotes what it was given at length (a ``%`` format's
+    mapping key, whole) keeps what was wrong, which ends it, and what to do."""
+    if len(message) <= limit:
+        return message
+    half = limit // 2
+    return f"{message[:half]}… ({len(message) - 2 * half:,} characters left out) …{message[-half:]}"
+
+
+_HOLDERS: Final = (list, tuple, Mapping, AbstractSet, ValuesView)
+"""What holds values a template can take out of it (``|first``, a loop, ``x[0]``)."""
+
+
+def handed_out(value: object, where: Callable[[], tuple[str, str]], doing: str) -> object:
+    """``value``, which a value handed an instruction template as it rendered (an
+    attribute, what a call or a filter returned), once no untrusted text is in it.
+
+    The text need not be the value itself: a list, a dict, a ``NamedTuple`` holding it
+    gave it to ``|first``, a loop or a format field, and ``|upper`` made plain text of
+    it. A container is searched item by item; an iterator (a generator a method
+    returned) is given back as one that checks each item as the template takes it.
+    Untrusted text is refused as :func:`refuse_untrusted` says.
+    """
+    kind = type(value)
+    if kind is UNTRUSTED:
+        refuse_untrusted(cast("str", value), where, doing)
+    elif kind in SCALARS or isinstance(value, str):
+        pass
+    elif isinstance(value, _HOLDERS):
+        held = _untrusted_in(value, set())
+        if held is not None:
+            refuse_untrusted(held, where, f"{doing} {article(kind.__name__)} holding")
+    elif isinstance(value, Iterator):
+        return _checking(value, where, doing)
+    return value
+
+
+def _untrusted_in(value: object, seen: set[int]) -> str | None:
+    """The first untrusted text ``value`` holds, however deep; ``None`` when none."""
+    if type(value) is UNTRUSTED:
+        return value
+    if not isinstance(value, _HOLDERS) or id(value) in seen:
+        return None
+    seen.add(id(value))
+    items: Iterable[object] = value
+    if isinstance(value, Mapping):
+        items = (part for pair in value.items() for part in pair)
+    for item in items:
+        if type(item) in SCALARS and type(item) is not UNTRUSTED:
+            continue
+        found = _untrusted_in(item, seen)
+        if found is not None:
+            return found
+    return None
+
+
+def _checking(
+    items: Iterator[object], where: Callable[[], tuple[str, str]], doing: str
+) -> Iterator[object]:
+    for item in items:
+        yield handed_out(item, where, f"{doing} an iterator giving")
+
+
 def reported(run: Callable[[], list[str]]) -> tuple[list[str], bool]:
     """The chunks ``run`` renders, and whether report mode let untrusted text pass in it."""
     token = _REPORTED.set(False)
@@ -183,7 +249,11 @@ _GENERATORS: Final = (types.GeneratorType, types.CoroutineType, types.AsyncGener
 
 
 def refuse_address(
-    value: object, where: Callable[[], tuple[str, str]], doing: str = "outputs"
+    value: object,
+    where: Callable[[], tuple[str, str]],
+    doing: str = "outputs",
+    *,
+    item: bool = False,
 ) -> None:
     """Refuse an output whose text is the value's memory address, not what it holds.
 
@@ -192,12 +262,13 @@ def refuse_address(
     ``<list_reverseiterator object at 0x...>``: text that differs in every process, so
     the prompt's bytes, its ``sha256`` and the provider's prompt cache do too (and, in
     the system slot, text minted as the template's own). ``doing`` says how the template
-    writes the value (``outputs``; a filter that writes its input as text, ``_written``).
+    writes the value (``outputs``; a filter that writes its input as text, ``_written``);
+    ``item``, that it writes its ``repr`` (a format field's ``!r``), as a list's items.
 
     Raises:
         TemplateError: such an output, with the template and line.
     """
-    found = _addressed(value, set())
+    found = _addressed(value, set(), item=item)
     if found is None:
         return
     what, kind, why = found
