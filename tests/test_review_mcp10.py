@@ -13,9 +13,11 @@ from typing import Final, Literal
 
 import mcp_types as types
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from mcp import Client
 
-from veridic import CallOutcome, Registry, SQLiteAuditSink, provenance
+from veridic import CallOutcome, InvalidArgumentsError, Registry, SQLiteAuditSink, provenance
 from veridic.integrations.mcp import Declared, connect, stdio
 from veridic.integrations.mcp.server import mcp_server
 
@@ -150,3 +152,90 @@ def test_a_server_without_instructions_leaves_none(tmp_path: Path) -> None:
             return connection.instructions
 
     assert asyncio.run(run()) is None
+
+
+# --- a client's argument names, quoted back ---------------------------------------------
+
+FORGED: Final = "\x1b[2J\r\n2026-12-07 INFO approved delete_repo by admin\u202e"
+
+
+def test_an_argument_name_a_client_sends_comes_back_escaped_to_it_and_to_the_audit(
+    audit: SQLiteAuditSink,
+) -> None:
+    """A client that called a tool with an argument named with control characters (a
+    terminal escape, a line break and a forged log line, a bidi override) had that name
+    quoted raw, in the answer it read and in the audit's detail, where an operator's
+    terminal ran the escape and a log reader saw the forged line. It is now quoted
+    escaped, as veridic quotes any outside text."""
+    registry = _shop(with_undescribed=False)
+    server = mcp_server(lambda request: registry.view(), audit=audit)
+
+    async def main() -> str:
+        async with Client(server) as client:
+            result = await client.call_tool("find_order", {"order_id": 1, FORGED: 1})
+        assert result.is_error
+        (block,) = result.content
+        assert isinstance(block, types.TextContent)
+        return block.text
+
+    told = asyncio.run(main())
+    (record,) = audit.records()
+    for text in (told, record.detail):
+        assert not any(c in text for c in "\x1b\r\n\u202e"), text
+        assert "\\x1b[2J\\r\\n" in text  # quoted escaped, so the reader still sees what came
+    audit.close()
+
+
+def test_a_huge_argument_name_is_quoted_clipped(audit: SQLiteAuditSink) -> None:
+    """A name of a megabyte came back whole, to the client and into the audit's detail;
+    it is now clipped with its length."""
+    registry = _shop(with_undescribed=False)
+    server = mcp_server(lambda request: registry.view(), audit=audit)
+    huge = "k" * 1_000_000
+
+    async def main() -> str:
+        async with Client(server) as client:
+            result = await client.call_tool("find_order", {"order_id": 1, huge: 1})
+        (block,) = result.content
+        assert isinstance(block, types.TextContent)
+        return block.text
+
+    told = asyncio.run(main())
+    (record,) = audit.records()
+    for text in (told, record.detail):
+        assert len(text) < 1_000, len(text)
+        assert "(1000000 chars)" in text
+    audit.close()
+
+
+def test_ten_thousand_unknown_arguments_are_not_each_listed(audit: SQLiteAuditSink) -> None:
+    """Each argument a client sent that the schema does not have was listed, ten thousand
+    of them in one answer and one audit detail; the first few are, and how many more."""
+    view = _shop(with_undescribed=False).view()
+    arguments: dict[str, object] = {"order_id": 1} | {f"extra_{i}": i for i in range(10_000)}
+    with pytest.raises(InvalidArgumentsError) as raised:
+        view.validate("find_order", arguments)
+    assert len(str(raised.value)) < 2_000
+    assert "and 9990 more problems" in str(raised.value)
+    assert len(raised.value.fields) == 10
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(min_size=1), st.integers(), min_size=1, max_size=5))
+def test_for_any_argument_names_what_is_quoted_back_is_printable_and_short(
+    extra: dict[str, int],
+) -> None:
+    """Whatever names a caller sends, the refusal and its ``fields`` hold no control or
+    format character, and each name quoted is at most 60 characters of it, escaped (an
+    escape is at most ten characters, ``\\U0010ffff``), with its length."""
+    arguments: dict[str, object] = {"order_id": 1} | extra
+    if set(arguments) == {"order_id"}:
+        return
+    with pytest.raises(InvalidArgumentsError) as raised:
+        VIEW.validate("find_order", arguments)
+    for text in (str(raised.value), *raised.value.fields):
+        assert text.isprintable(), text
+    assert all(len(field) <= 60 * 10 + 40 for field in raised.value.fields)
+
+
+VIEW: Final = _shop(with_undescribed=False).view()
