@@ -239,3 +239,97 @@ def test_for_any_argument_names_what_is_quoted_back_is_printable_and_short(
 
 
 VIEW: Final = _shop(with_undescribed=False).view()
+
+
+# --- instructions as a hostile server sends them -----------------------------------------
+
+
+def _instructed(tmp_path: Path, instructions: str, **limits: int) -> str | None:
+    """The ``connection.instructions`` of a server that sends ``instructions``."""
+    spec = tmp_path / "tools.json"
+    spec.write_text(json.dumps([TOOL]))
+    server = stdio(
+        "tools",
+        sys.executable,
+        str(SCRIPT),
+        env={"VERIDIC_TEST_MCP_SPEC": str(spec), "VERIDIC_TEST_MCP_INSTRUCTIONS": instructions},
+        protocol="legacy",
+        **limits,
+    )
+
+    async def run() -> str | None:
+        async with connect(Registry(), server, declare={"search": Declared("query")}) as connection:
+            return connection.instructions
+
+    return asyncio.run(run())
+
+
+def test_instructions_longer_than_the_describe_limit_are_cut_saying_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server's instructions were kept whole, however long, and the guide says to place
+    them in a prompt: a server's descriptions are bounded (``describe_limit``) and its
+    results too (``result_limit``), its instructions by nothing. They are now cut at the
+    server's ``describe_limit``, the text saying so, and the log warns."""
+    with caplog.at_level(logging.WARNING, logger="veridic.integrations.mcp"):
+        kept = _instructed(tmp_path, "Follow these. " * 5_000, describe_limit=1_000)
+    assert kept is not None
+    assert provenance(kept).kind == "untrusted"
+    assert kept.startswith("Follow these. ")
+    assert len(kept) < 1_400
+    assert "veridic cut the instructions here" in kept
+    assert "70,000 characters" in kept
+    warned = " ".join(record.getMessage() for record in caplog.records)
+    assert "instructions" in warned
+    assert "70,000" in warned
+
+
+def test_instructions_within_the_limit_are_kept_whole(tmp_path: Path) -> None:
+    assert _instructed(tmp_path, "x" * 1_000, describe_limit=1_000) == "x" * 1_000
+
+
+def _answers(registry: Registry, calls: list[tuple[str, dict[str, object]]]) -> list[object]:
+    """Every field of what a client gets for each of ``calls``, as the wire would carry it."""
+    with SQLiteAuditSink(":memory:") as audit:
+        server = mcp_server(lambda request: registry.view(), audit=audit)
+
+        async def main() -> list[object]:
+            async with Client(server) as client:
+                return [
+                    (await client.call_tool(tool, arguments)).model_dump(mode="json", by_alias=True)
+                    for tool, arguments in calls
+                ]
+
+        return asyncio.run(main())
+
+
+def _with_undescribed_write() -> Registry:
+    """A registry whose one tool without a real description is a write, which the policy
+    would put to the user: asked, the client would read the tool's name in the question."""
+    registry = _shop(with_undescribed=False)
+
+    @registry.tool(kind="write")
+    def cancel_orders(order_id: int) -> str:
+        """Cancel orders."""
+        return "cancelled"
+
+    return registry
+
+
+@pytest.mark.parametrize(
+    "arguments", [{"order_id": 1}, {"order_id": "x", FORGED: 1}, {}], ids=["fit", "bad", "none"]
+)
+def test_a_withheld_tool_answers_byte_for_byte_as_a_name_nobody_registered(
+    arguments: dict[str, object],
+) -> None:
+    """The whole answer a client reads (content, structured content, error flag, any
+    meta), for a call and for its schema, is the same for a tool withheld for its
+    description, a write the policy would ask the user about, as for a name nobody
+    registered: same words, same size, so neither reveals the tool."""
+    calls: list[tuple[str, dict[str, object]]] = [
+        ("cancel_orders", arguments),
+        ("get_tool_schema", {"name": "cancel_orders"}),
+    ]
+    assert _answers(_with_undescribed_write(), calls) == _answers(
+        _shop(with_undescribed=False), calls
+    )
