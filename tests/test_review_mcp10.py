@@ -13,7 +13,7 @@ from typing import Final, Literal
 
 import mcp_types as types
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
@@ -212,7 +212,7 @@ def test_ten_thousand_unknown_arguments_are_not_each_listed(audit: SQLiteAuditSi
     """Each argument a client sent that the schema does not have was listed, ten thousand
     of them in one answer and one audit detail; the first few are, and how many more."""
     view = _shop(with_undescribed=False).view()
-    arguments: dict[str, object] = {"order_id": 1} | {f"extra_{i}": i for i in range(10_000)}
+    arguments: dict[str, object] = {"order_id": 1, **{f"extra_{i}": i for i in range(10_000)}}
     with pytest.raises(InvalidArgumentsError) as raised:
         view.validate("find_order", arguments)
     assert len(str(raised.value)) < 2_000
@@ -228,9 +228,8 @@ def test_for_any_argument_names_what_is_quoted_back_is_printable_and_short(
     """Whatever names a caller sends, the refusal and its ``fields`` hold no control or
     format character, and each name quoted is at most 60 characters of it, escaped (an
     escape is at most ten characters, ``\\U0010ffff``), with its length."""
-    arguments: dict[str, object] = {"order_id": 1} | extra
-    if set(arguments) == {"order_id"}:
-        return
+    assume(set(extra) != {"order_id"})
+    arguments: dict[str, object] = {"order_id": 1, **extra}
     with pytest.raises(InvalidArgumentsError) as raised:
         VIEW.validate("find_order", arguments)
     for text in (str(raised.value), *raised.value.fields):
@@ -244,7 +243,7 @@ VIEW: Final = _shop(with_undescribed=False).view()
 # --- instructions as a hostile server sends them -----------------------------------------
 
 
-def _instructed(tmp_path: Path, instructions: str, **limits: int) -> str | None:
+def _instructed(tmp_path: Path, instructions: str, *, describe_limit: int) -> str | None:
     """The ``connection.instructions`` of a server that sends ``instructions``."""
     spec = tmp_path / "tools.json"
     spec.write_text(json.dumps([TOOL]))
@@ -254,7 +253,7 @@ def _instructed(tmp_path: Path, instructions: str, **limits: int) -> str | None:
         str(SCRIPT),
         env={"VERIDIC_TEST_MCP_SPEC": str(spec), "VERIDIC_TEST_MCP_INSTRUCTIONS": instructions},
         protocol="legacy",
-        **limits,
+        describe_limit=describe_limit,
     )
 
     async def run() -> str | None:
@@ -333,3 +332,27 @@ def test_a_withheld_tool_answers_byte_for_byte_as_a_name_nobody_registered(
     assert _answers(_with_undescribed_write(), calls) == _answers(
         _shop(with_undescribed=False), calls
     )
+
+
+def test_an_external_tools_refusal_quotes_a_huge_value_clipped() -> None:
+    """A tool an MCP server describes is checked with ``jsonschema``, whose message quotes
+    the value it refused whole: a model's (or a client's) value of a megabyte came back
+    whole in the refusal. The message is now clipped with its length."""
+    registry = Registry("shop")
+    registry.external(
+        name="lookup",
+        description="Look an order up by its number.",
+        input_schema={
+            "type": "object",
+            "properties": {"order_id": {"type": "integer"}},
+            "additionalProperties": False,
+        },
+        handler=lambda arguments: "found",
+        kind="query",
+    )
+    with pytest.raises(InvalidArgumentsError) as raised:
+        registry.view().validate("lookup", {"order_id": "7" * 1_000_000, FORGED: 1})
+    told = str(raised.value)
+    assert len(told) < 2_000, len(told)
+    assert told.isprintable()
+    assert "777… (1000" in told.replace("'", "").replace('"', "")  # clipped, its length said
