@@ -49,8 +49,9 @@ The client grants no sampling, elicitation or roots: on protocol 2026-07-28 a ca
 whose server asks for one fails, saying what it asked for; on the handshake
 protocols the server is refused and its call ends as the server decides (the SDK
 tells its client nothing of the request). A server's ``instructions`` reach no
-prompt: ``connection.instructions`` keeps them branded untrusted, for the
-application to place as data, and the log says they were sent. A stdio server's stderr is not passed
+prompt: ``connection.instructions`` keeps them branded untrusted (cut at the
+server's ``describe_limit``), for the application to place as data, and the log says
+they were sent. A stdio server's stderr is not passed
 on raw: each line is logged quoted on ``veridic.integrations.mcp.stderr``
 (``veridic.integrations.mcp._stderr``); its log messages (``notifications/message``)
 are logged quoted on ``veridic.integrations.mcp.server_log``, never above ``WARNING``.
@@ -266,7 +267,8 @@ def stdio(
     take together when no pin vouches for them (20,000 by default): a longer tool
     would be in the provider's tool list of every request, so it is registered
     unavailable, saying why, and the log gives its size. A tool that matches its pin
-    is not bounded: its size was reviewed with it.
+    is not bounded: its size was reviewed with it. The server's instructions
+    (``connection.instructions``) are cut at ``describe_limit`` too, saying so.
 
     Raises:
         ProvenanceError: the name is text branded untrusted (it is printed in the
@@ -441,6 +443,30 @@ async def connect(
                 connection._close()
 
 
+def _cut_instructions(told: str, server: McpServer) -> str:
+    """A server's ``told`` instructions, cut at its ``describe_limit``, saying where.
+
+    The guide has them placed in a prompt, as data; a server's descriptions are bounded
+    by ``describe_limit`` and its results by ``result_limit``, and its instructions, text
+    of the same kind as its descriptions, were bounded by nothing."""
+    limit = server.describe_limit
+    if len(told) <= limit:
+        return told
+    _log.warning(
+        "MCP server %r sent instructions of %s characters, over its describe_limit of %s: "
+        "connection.instructions holds the first %s and says the rest was cut",
+        server.name,
+        f"{len(told):,}",
+        f"{limit:,}",
+        f"{limit:,}",
+    )
+    return (
+        f"{told[:limit]}\n[veridic cut the instructions here: the MCP server sent "
+        f"{len(told):,} characters, over the limit of {limit:,}, so the last "
+        f"{len(told) - limit:,} are not shown]"
+    )
+
+
 @dataclass(eq=False)
 class McpConnection:
     """A live connection to one server, and what its tools' calls check against.
@@ -451,9 +477,10 @@ class McpConnection:
     not registered, because ``declare=`` does not name them. ``instructions`` are
     what the server told the client at the start to follow (``None`` when it told
     nothing), branded :class:`~veridic.UntrustedText` (source
-    ``mcp:<server>/instructions``): veridic places them in no prompt, since they are
-    the server's words and not the application's; to have the model read them, place
-    them as data (``Composer().data("mcp:<server> instructions", ...)``).
+    ``mcp:<server>/instructions``) and cut at the server's ``describe_limit``, saying
+    so: veridic places them in no prompt, since they are the server's words and not the
+    application's; to have the model read them, place them as data
+    (``Composer().data("mcp:<server> instructions", ...)``).
     """
 
     server: McpServer
@@ -561,7 +588,8 @@ class McpConnection:
         told = getattr(self._client, "instructions", None)
         if not isinstance(told, str) or not told:
             return
-        self.instructions = untrusted(told, source=f"mcp:{self.server.name}/instructions")
+        kept = _cut_instructions(told, self.server)
+        self.instructions = untrusted(kept, source=f"mcp:{self.server.name}/instructions")
         _log.info(
             "MCP server %r sent instructions (%s): veridic places them in no prompt (they are "
             "the server's words, not the application's); connection.instructions holds them "
