@@ -130,7 +130,12 @@ class InvalidArgumentsError(VeridicError, ValueError):
     """A tool call's arguments do not match the tool's input schema.
 
     ``tool`` is the tool's name and ``fields`` the dotted paths of the
-    offending arguments, so a caller can answer the model precisely.
+    offending arguments, so a caller can answer the model precisely. The
+    names in a path come from the caller (a model, an MCP client), so a path
+    that is not plain letters, digits, ``_ . -`` (or is longer than 80
+    characters) is held quoted, escaped and clipped, as the message shows it,
+    and at most the first ten paths are held: the executor's audit detail and
+    a dropped plan step's note join them as they are.
     """
 
     def __init__(self, message: str, *, tool: str = "", fields: tuple[str, ...] = ()) -> None:
