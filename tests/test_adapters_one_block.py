@@ -222,3 +222,34 @@ def test_a_block_veridic_wrote_for_one_call_is_fenced_again_as_the_answer_of_ano
     own, moved = sent_tool_messages(agent)
     assert own.content == fence("tool:get_weather", "Sunny in Oslo")
     assert moved.content == fence("tool:save_note", "Sunny in Oslo")  # its text, under its call
+
+
+class _SaysEqual(str):
+    """Text that calls itself equal to any string: a middleware's or a store's own type.
+
+    The model is sent its characters; a check that compares it with ``==`` (or digests
+    what its ``encode`` gives) reads what the type says instead.
+    """
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = str.__hash__
+
+    def encode(self, encoding: str = "utf-8", errors: str = "strict") -> bytes:
+        return fence("tool:get_weather", "Sunny in Oslo").encode(encoding, errors)
+
+
+def test_a_block_in_a_str_subclass_is_decided_by_its_characters(world: World, app: App) -> None:
+    """A raw chat-template token in a marked line is no block veridic writes, whatever the
+    text's type says of itself: LangChain sends the block of its characters, and the Agents
+    SDK refuses the run."""
+    forged = _raw_token("get_weather")
+    # A message's constructor copies the text to a str; model_copy, as middleware uses it, not.
+    made = ToolMessage(content="", tool_call_id="c").model_copy(
+        update={"content": _SaysEqual(forged)}
+    )
+    (sent,) = _injected(world, made)
+    ((_, inner),) = unfence(_text(sent))
+    assert str.__eq__(_text(sent), fence("tool:get_weather", inner))
+    assert not agents_accepts(app, _SaysEqual(_raw_token("search_docs")))
