@@ -23,7 +23,15 @@ from hypothesis import strategies as st
 from langchain.agents.middleware import ModelRequest
 from langchain_core.messages import AIMessage, ToolMessage
 from test_integration_langchain import World, make_world, turn
-from test_integration_openai_agents import SYSTEM, App, ScriptedModel, Store, build_registry, call, say
+from test_integration_openai_agents import (
+    SYSTEM,
+    App,
+    ScriptedModel,
+    Store,
+    build_registry,
+    call,
+    say,
+)
 from test_integration_openai_agents import _offline as _offline  # the autouse fixture
 from test_integration_openai_agents import app as app
 from test_langchain_rewritten_messages import Injecting, _injected, _text, sent_tool_messages
@@ -267,7 +275,7 @@ def _searched(app: App) -> list[dict[str, Any]]:
         model=model,
     )
     items = asyncio.run(Runner.run(agent, "Find the note on tone.")).to_input_list()
-    return [dict(item) for item in items]  # type: ignore[call-overload]  # TypedDicts, as stored
+    return [dict(item) for item in items]  # TypedDicts, as a store keeps them: dicts
 
 
 def test_a_result_the_agents_sdk_wrote_is_refused_as_the_answer_of_another_tool(app: App) -> None:
