@@ -16,6 +16,12 @@ Contenders, each one model call on the same request:
   the cost of every model call before (6.6 ms, against 1.4 ms by digest, on 2026-12-07).
 
 The messages sent on are checked identical in every contender before anything is timed.
+
+The Agents SDK's check of a replayed history, the same 200 answers as the items of a run of
+these tools (``result.to_input_list()``): the SDK asks each tool's ``is_enabled`` on every
+turn, and veridic's reads every input item there, each tool result known by digest (the
+tools that wrote it) or rendered again (another process's tools). Both must let the run's
+own history through before anything is timed.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ import importlib.util
 import json
 import logging
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +70,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     with tempfile.TemporaryDirectory() as folder:
         _langchain(report, Path(folder))
+    if importlib.util.find_spec("agents") is None:
+        section = report.section("10. adapters, Agents SDK", about=[], baselines=[])
+        section.notes.append("openai-agents is not installed: nothing measured (extra)")
+    else:
+        with tempfile.TemporaryDirectory() as folder:
+            _openai_agents(report, Path(folder))
     h.finish(report, argv)
 
 
@@ -141,6 +153,118 @@ def _langchain(report: h.Report, folder: Path) -> None:
     floor = timings["plain pass-through (the handler)"].median
     for contender in contenders:
         section.timed(contender.name, timings[contender.name], against=(floor,))
+
+
+def _openai_agents(report: h.Report, folder: Path) -> None:
+    """The Agents SDK's check of a replayed history: each tool's ``is_enabled`` reads every
+    item of the run's input (the SDK asks it of every tool on every turn), a
+    ``function_call_output`` by the digest of the block these tools wrote, or rendered again
+    when another process wrote it."""
+    import asyncio
+
+    from agents import Agent, RunContextWrapper, Runner, TResponseInputItem
+
+    from veridic.integrations.openai_agents import function_tools, instructions
+
+    registry = Registry("bench-agents")
+    registry.tool(kind="query")(search)
+    view = registry.view()
+    told = instructions(view, instruction("You answer from the knowledge base."))
+    with SQLiteAuditSink(folder / "audit.db") as audit:
+        tools = function_tools(view, policy=ApprovalPolicy(view), audit=audit, request_id="bench")
+        restarted = function_tools(
+            view, policy=ApprovalPolicy(view), audit=audit, request_id="bench"
+        )
+        model = _calling(ANSWERS)
+        agent = Agent(name="bench", instructions=told, tools=list(tools), model=model)
+        result = asyncio.run(Runner.run(agent, "Find everything.", max_turns=3))
+        items: list[TResponseInputItem] = [
+            *result.to_input_list(),
+            {"role": "user", "content": "And now?"},
+        ]
+    outputs = [item for item in items if item.get("type") == "function_call_output"]
+    if len(outputs) != ANSWERS:
+        h.fail(f"the run answered {len(outputs)} calls, not {ANSWERS}")
+    other = Agent(name="bench", instructions=told, tools=list(restarted), model=model)
+    context: RunContextWrapper[None] = RunContextWrapper(context=None, turn_input=items)
+    own, elsewhere = _check_of(tools), _check_of(restarted)
+    contenders = [
+        h.Contender("veridic, answers written here (by digest)", lambda: own(context, agent)),
+        h.Contender(
+            "veridic, answers another process wrote (rendered)", lambda: elsewhere(context, other)
+        ),
+    ]
+    for contender in contenders:
+        if contender.run() is not True:
+            h.fail(f"{contender.name}: the check refused the run's own history")
+    timings = h.measure(contenders, rounds=15)
+    section = report.section(
+        f"10. Agents SDK input check: {ANSWERS} replayed tool answers of {SIZE:,} bytes, "
+        "per tool and turn",
+        about=[
+            "Each tool's is_enabled checks the agent and every input item; a tool result "
+            "must be one block of these tools, known by digest or rendered to compare."
+        ],
+        baselines=["rendered"],
+    )
+    floor = timings["veridic, answers another process wrote (rendered)"].median
+    for contender in contenders:
+        section.timed(contender.name, timings[contender.name], against=(floor,))
+
+
+def _check_of(tools: Sequence[object]) -> Callable[..., object]:
+    """The ``is_enabled`` of the ``search`` tool among ``tools``: veridic's check of the run."""
+    from agents import FunctionTool
+
+    (tool,) = [t for t in tools if isinstance(t, FunctionTool) and t.name == "search"]
+    check = tool.is_enabled
+    if not callable(check):
+        h.fail("the search tool has no is_enabled check of veridic's")
+    return check
+
+
+def _calling(count: int) -> Any:
+    """A scripted model of the Agents SDK: ``count`` calls of ``search`` in one turn, then
+    an answer (no network)."""
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types.responses import (
+        ResponseFunctionToolCall,
+        ResponseOutputMessage,
+        ResponseOutputText,
+    )
+
+    calls = [
+        ResponseFunctionToolCall(
+            type="function_call",
+            name="search",
+            arguments=json.dumps({"query": f"q{n}"}),
+            call_id=f"c{n}",
+            id=f"fc_{n}",
+            status="completed",
+        )
+        for n in range(count)
+    ]
+    done = ResponseOutputMessage(
+        type="message",
+        id="msg_1",
+        role="assistant",
+        status="completed",
+        content=[ResponseOutputText(type="output_text", text="Done.", annotations=[])],
+    )
+
+    class Calling(Model):
+        def __init__(self) -> None:
+            self.steps: list[list[Any]] = [list(calls), [done]]
+
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            return ModelResponse(output=self.steps.pop(0), usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError("the benchmark runs without streaming")
+
+    return Calling()
 
 
 if __name__ == "__main__":

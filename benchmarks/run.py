@@ -29,7 +29,7 @@ anything is timed, and the floor (the same output written by hand) as a row.
 9. measured here: ``import veridic`` in a fresh interpreter, against
    ``python -c pass``;
 10. ``adapters``: LangChain's model-call check on 200 tool answers, against the
-    plain pass-through.
+    plain pass-through, and the Agents SDK's check of the same answers replayed.
 """
 
 from __future__ import annotations

@@ -86,7 +86,7 @@ from veridic.text.fence import (
     fence,
 )
 from veridic.text.prompt import Prompt
-from veridic.text.provenance import is_trusted, report
+from veridic.text.provenance import is_trusted, readable, report
 from veridic.text.terminal_view import visible
 from veridic.tools.view import ToolView
 
@@ -849,9 +849,10 @@ def _is_code_answer(
     """Whether the tool message is veridic's answer to its call of ``tool`` (under one of
     ``labels``), or a structured output's text that was code's (``kept``)."""
     content = message.content
-    return isinstance(content, str) and (
-        content in kept or _is_own_answer(content, labels, tool, written)
-    )
+    if not isinstance(content, str):
+        return False
+    text = readable(content)  # its characters, which the model is sent, not what its type says
+    return text in kept or _is_own_answer(text, labels, tool, written)
 
 
 def _is_own_answer(content: str, labels: Set[str], tool: str | None, written: _Written) -> bool:

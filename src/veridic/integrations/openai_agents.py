@@ -83,7 +83,14 @@ from veridic.text.fence import (
     fence,
     preamble,
 )
-from veridic.text.provenance import TrustedInstruction, is_trusted, join, report, spans_of
+from veridic.text.provenance import (
+    TrustedInstruction,
+    is_trusted,
+    join,
+    readable,
+    report,
+    spans_of,
+)
 from veridic.tools.view import ToolView
 
 if TYPE_CHECKING:
@@ -770,9 +777,11 @@ class _Binding:
         call_id = _item_field(item, "call_id")
         called = calls.get(call_id) if isinstance(call_id, str) else None
         labels = {f"tool:{called}"} if called is not None else self._result_labels()
-        if isinstance(output, str) and (
-            _is_own_block(output, labels, self.data_mode, self.written)
-            or (isinstance(name, str) and output == json.dumps({"assistant": name}))
+        # Its characters, which the provider is sent, not what a str subclass says of itself.
+        text = readable(output) if isinstance(output, str) else None
+        if text is not None and (
+            _is_own_block(text, labels, self.data_mode, self.written)
+            or (isinstance(name, str) and text == json.dumps({"assistant": name}))
         ):
             return
         label = (

@@ -377,8 +377,9 @@ def _whole_block(text: str) -> FoundBlock | None:
     break, a space, a second block. Only the block at the start is read: :func:`blocks_in`
     would go on to every later opening line, and text built of many forged verbatim ones
     costs it time their number times the text's length (800 KB of them took 6 s, before
-    every model call).
+    every model call). Its characters are read, whatever a ``str`` subclass's methods say.
     """
+    text = readable(text)
     opening = _OPEN.match(text)
     if opening is None:
         return None
@@ -423,7 +424,12 @@ def _is_own_block(
     them is known by its digest, without being rendered again. The label and the mode are
     read from the opening line in any case; a block not remembered (another process wrote
     it, a checkpoint, a middleware) is rendered again and compared.
+
+    The text's characters are what is read, compared and digested, as they are what a
+    provider sends: a ``str`` subclass that calls itself equal to anything (its ``__eq__``),
+    or gives another text's bytes (its ``encode``), is judged by what it holds.
     """
+    text = readable(text)
     opening = _OPEN.match(text)
     if opening is None or _mode_of(opening) != mode:
         return False
