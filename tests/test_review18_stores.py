@@ -4,6 +4,7 @@ starts (tests/_postgres.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
@@ -13,6 +14,7 @@ import psycopg
 import pytest
 
 from veridic import (
+    AsyncPostgresAuditSink,
     AuditRecordError,
     Composer,
     PostgresAuditSink,
@@ -293,3 +295,54 @@ def test_an_audit_row_holding_bytes_where_veridic_writes_text_is_refused(
             db.execute(f"UPDATE veridic_audit SET {column} = x'00ff'")
         with pytest.raises(AuditRecordError, match="written by something other than veridic"):
             store.records()
+
+
+# --- second read: a statement refused on the retry after a lost connection ----------------
+
+_REFUSE_INSERTS = """
+CREATE FUNCTION refuse() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'no room for this row' USING ERRCODE = '54000';
+END $$;
+CREATE TRIGGER refuse BEFORE INSERT ON veridic_audit FOR EACH ROW EXECUTE FUNCTION refuse();
+SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid();
+"""
+"""Refuse every insert of an audit record, and end every other session: the store's next
+write finds its connection lost, and its retry, on a fresh one, is refused."""
+
+
+def test_a_retry_the_server_refuses_is_called_a_refusal_by_both_stores(
+    postgres_dsn: str,
+) -> None:
+    # The blocking store sent a write again after its connection was lost, and reported
+    # the server's refusal of the retry as "could not reach the server ... write the record
+    # again once the server is back", which it had reached, and which would refuse it
+    # again; the async store called it a refusal.
+    def blocking() -> BaseException:
+        with PostgresAuditSink(postgres_dsn) as store:
+            store.write(make())  # a connection kept for the next write
+            with psycopg.connect(postgres_dsn, autocommit=True) as db:
+                db.execute(_REFUSE_INSERTS)
+            with pytest.raises(psycopg.errors.ProgramLimitExceeded) as refused:
+                store.write(make())
+            kept = store.count()
+        assert kept == 1  # the store goes on answering
+        return refused.value
+
+    async def awaited() -> BaseException:
+        async with AsyncPostgresAuditSink(postgres_dsn) as store:
+            with psycopg.connect(postgres_dsn, autocommit=True) as db:
+                db.execute("DROP TRIGGER IF EXISTS refuse ON veridic_audit")
+                db.execute("DROP FUNCTION IF EXISTS refuse")
+            await store.awrite(make())
+            with psycopg.connect(postgres_dsn, autocommit=True) as db:
+                db.execute(_REFUSE_INSERTS)
+            with pytest.raises(psycopg.errors.ProgramLimitExceeded) as refused:
+                await store.awrite(make())
+        return refused.value
+
+    for error in (blocking(), asyncio.run(awaited())):
+        notes = " ".join(getattr(error, "__notes__", []))
+        assert "the server refused the statement (SQLSTATE 54000" in notes
+        assert "could not reach the server" not in notes
