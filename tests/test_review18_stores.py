@@ -118,6 +118,48 @@ def test_a_store_on_the_empty_path_is_refused_before_it_loses_a_record() -> None
         SQLiteAuditSink("")
 
 
+
+def _sqlite_reads_uris() -> bool:
+    """Whether this SQLite reads a path that begins with ``file:`` as a URI (built with
+    ``SQLITE_USE_URI``, as Debian's is), though ``sqlite3.connect`` is not asked to."""
+    with sqlite3.connect(":memory:") as db:
+        return ("USE_URI",) in db.execute("PRAGMA compile_options").fetchall()
+
+
+_URIS = pytest.mark.skipif(
+    not _sqlite_reads_uris(), reason="this SQLite reads a file: path as a file's name"
+)
+
+
+@_URIS
+@pytest.mark.parametrize("path", ["file::memory:", "file:records?mode=memory"])
+def test_a_store_on_a_database_in_memory_of_each_connection_is_refused(path: str) -> None:
+    # The empty path's fault, in another spelling: a SQLite that reads file: paths as
+    # URIs opens these as a database in memory of each connection's own, so the store's
+    # writes returned and its reads (on another connection) found "no such table". The
+    # switch to WAL mode answers "memory" there, and that answer was not read.
+    with pytest.raises(AuditRecordError) as refused:
+        SQLiteAuditSink(path)
+    message = str(refused.value)
+    assert repr(path) in message
+    assert "'memory'" in message
+    assert ":memory:" in message
+
+
+@_URIS
+def test_a_store_on_a_file_that_cannot_use_wal_mode_is_refused(tmp_path: Path) -> None:
+    # SQLite answers the switch to WAL mode with the mode the file is left in, and leaves
+    # it in rollback mode where it cannot use WAL (a VFS without shared memory, here one
+    # without any lock): the store opened all the same, though its readers then block its
+    # writer, and with no lock several processes writing to the file damage it.
+    path = f"file:{tmp_path / 'audit.db'}?vfs=unix-none"
+    with pytest.raises(AuditRecordError) as refused:
+        SQLiteAuditSink(path)
+    message = str(refused.value)
+    assert "'delete'" in message
+    assert "WAL" in message
+
+
 # --- Postgres: a database whose veridic tables veridic did not leave so ------------------
 
 
