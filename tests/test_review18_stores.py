@@ -110,6 +110,34 @@ def test_stores_opened_at_once_on_a_new_file_all_open(tmp_path: Path) -> None:
     assert failures == []
 
 
+
+def test_a_store_that_waits_in_vain_for_the_wal_switch_gives_up_and_says_why(
+    tmp_path: Path,
+) -> None:
+    # The wait for the switch to WAL mode ends (after 5 seconds) even if the lock is never
+    # let go: here another connection reads the file in rollback mode and keeps its read
+    # open, so every store opened meanwhile fails in its turn, none hangs. Its note said
+    # another connection held "its write lock" (this one only reads) and that "nothing
+    # was written" (a new file's tables are created before the switch).
+    path = tmp_path / "audit.db"
+    SQLiteAuditSink(path).close()
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("PRAGMA journal_mode=DELETE")  # as the file was before its first switch
+    other.execute("BEGIN")
+    other.execute("SELECT COUNT(*) FROM veridic_audit").fetchall()  # a read held open
+    try:
+        with pytest.raises(sqlite3.OperationalError) as locked:
+            SQLiteAuditSink(path)
+    finally:
+        other.close()
+    notes = " ".join(getattr(locked.value, "__notes__", []))
+    with SQLiteAuditSink(path) as store:  # it opens once the reader is gone
+        assert repr(store) in notes
+    assert "write lock" not in notes
+    assert "nothing was written" not in notes
+    assert "no record was written" in notes
+
+
 def test_a_store_on_the_empty_path_is_refused_before_it_loses_a_record() -> None:
     # SQLite opens "" as a temporary database private to each connection and deleted when
     # it closes: the store's writes went to one (every write returned), its reads to

@@ -463,7 +463,7 @@ def _write_ahead(db: sqlite3.Connection, store: object) -> None:
         AuditRecordError: SQLite answered the switch with another mode (see
             :func:`_not_write_ahead`): that answer went unread, and the store opened all
             the same.
-        sqlite3.OperationalError: another connection held the lock for longer than
+        sqlite3.OperationalError: another connection kept the file locked longer than
             :data:`_BUSY_WAIT` (noted with the store and what to do), or the file cannot
             be written.
     """
@@ -477,9 +477,10 @@ def _write_ahead(db: sqlite3.Connection, store: object) -> None:
                 raise
             if time.monotonic() >= deadline:
                 error.add_note(
-                    f"{store!r} could not switch the file to WAL mode: another connection held "
-                    f"its write lock for {_BUSY_WAIT:g} seconds; nothing was written: open the "
-                    "store again once that writer is done"
+                    f"{store!r} could not switch the file to WAL mode: another connection kept "
+                    f"it locked (a write, or a read in rollback mode) for {_BUSY_WAIT:g} "
+                    "seconds; no record was written: open the store again once that "
+                    "connection is done"
                 )
                 raise
         time.sleep(0.01)
