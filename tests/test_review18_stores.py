@@ -10,6 +10,7 @@ import sqlite3
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -24,6 +25,7 @@ from veridic import (
     untrusted,
 )
 from veridic.providers import Usage
+from veridic.run import _postgres_schema
 from veridic.run.records import ModelCallRecord, ModelReplyRecord
 
 from test_postgres_store import SHA, _paused, make  # isort: skip
@@ -472,3 +474,38 @@ def test_a_refused_row_is_quoted_escaped_and_cut_to_a_sample(
         else:
             getattr(store, read)()
     _said_of_the_row(str(refused.value))
+
+
+class _Interleaved(psycopg.Connection[Any]):
+    """A real connection on which another's transaction (``other``) commits right after
+    the first statement this one sends: what a store opened at the same moment does."""
+
+    other: psycopg.Connection[Any] | None = None
+
+    def execute(self, *args: Any, **kwargs: Any) -> psycopg.Cursor[Any]:
+        cursor = super().execute(*args, **kwargs)
+        if self.other is not None:
+            self.other.commit()
+            self.other = None
+        return cursor
+
+
+def test_postgres_tables_another_store_commits_between_two_looks_are_read_as_veridic_s(
+    postgres_dsn: str,
+) -> None:
+    # A store looked for veridic_schema, then (not finding it) for the other tables, in
+    # two statements: a store opened at once on the same new database (a server's workers
+    # starting together) that committed them all in between made the second look find
+    # tables without veridic_schema, and the store was refused for them. The window is a
+    # round trip, so the interleaving is set up by hand, on the function both looks are in.
+    with (
+        psycopg.connect(postgres_dsn) as other,
+        _Interleaved.connect(postgres_dsn, autocommit=True) as db,
+    ):
+        other.execute("CREATE TABLE veridic_schema (version INTEGER NOT NULL)")
+        other.execute(
+            "INSERT INTO veridic_schema (version) VALUES (%s)", (_postgres_schema.VERSION,)
+        )
+        other.execute("CREATE TABLE veridic_audit (id INTEGER)")  # and the rest, not committed
+        db.other = other
+        assert _postgres_schema._version(db, "the store") == _postgres_schema.VERSION
