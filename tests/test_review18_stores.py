@@ -509,3 +509,21 @@ def test_postgres_tables_another_store_commits_between_two_looks_are_read_as_ver
         other.execute("CREATE TABLE veridic_audit (id INTEGER)")  # and the rest, not committed
         db.other = other
         assert _postgres_schema._version(db, "the store") == _postgres_schema.VERSION
+
+
+def test_a_paused_run_s_request_id_held_as_bytes_is_refused_not_listed_as_its_repr(
+    tmp_path: Path,
+) -> None:
+    # As an audit row's text: SQLite keeps a BLOB in a TEXT column, and pending_runs()
+    # read it with str(), listing the request "b'req-9'", which nothing saved and whose
+    # claim finds nothing.
+    path = tmp_path / "audit.db"
+    with SQLiteAuditSink(path) as store:
+        store.save_paused(_paused(store))
+        with sqlite3.connect(path) as db:
+            db.execute("UPDATE veridic_paused_runs SET request_id = CAST(request_id AS BLOB)")
+        with pytest.raises(AuditRecordError) as refused:
+            store.pending_runs()
+    message = str(refused.value)
+    assert "b'req-9'" in message
+    assert "veridic_paused_runs" in message

@@ -1164,7 +1164,22 @@ def pending_runs() -> Statement[tuple[str, ...]]:
         "SELECT request_id FROM veridic_paused_runs WHERE claimed IS NULL "
         "GROUP BY request_id ORDER BY MIN(id)",
         (),
-        lambda rows: tuple(str(row[0]) for row in rows),
+        lambda rows: tuple(_pending(row[0]) for row in rows),
+    )
+
+
+def _pending(request_id: object) -> str:
+    """A request a paused run waits under, refused unless it is text, as saved.
+
+    SQLite keeps a BLOB in a TEXT column, and ``str()`` listed ``x'00ff'`` as the request
+    ``"b'\\x00\\xff'"``, which nothing saved and whose claim finds nothing.
+    """
+    if isinstance(request_id, str):
+        return request_id
+    raise AuditRecordError(
+        f"veridic_paused_runs holds a paused run under the request {quoted(request_id)}, "
+        "not text as save_paused writes it: the table was written by something other than "
+        "veridic; check what else writes to veridic_paused_runs"
     )
 
 
