@@ -113,7 +113,6 @@ def test_stores_opened_at_once_on_a_new_file_all_open(tmp_path: Path) -> None:
     assert failures == []
 
 
-
 def test_a_store_that_waits_in_vain_for_the_wal_switch_gives_up_and_says_why(
     tmp_path: Path,
 ) -> None:
@@ -147,7 +146,6 @@ def test_a_store_on_the_empty_path_is_refused_before_it_loses_a_record() -> None
     # another ("no such table: veridic_audit"), and close() deleted every record.
     with pytest.raises(AuditRecordError, match=":memory:"):
         SQLiteAuditSink("")
-
 
 
 def _sqlite_reads_uris() -> bool:
@@ -434,6 +432,13 @@ def _literal(text: str) -> str:
     return f"'{doubled}'"
 
 
+_READS: dict[str, Callable[[Store], object]] = {
+    "model_calls": lambda store: store.model_calls(),
+    "conversation": lambda store: store.conversation("chat-1"),
+    "claim_paused": lambda store: store.claim_paused("req-9"),
+}
+
+
 def _said_of_the_row(message: str) -> None:
     """A refusal quotes stored text escaped and cut to a sample, whatever the row holds."""
     assert len(message) < 2000
@@ -467,12 +472,7 @@ def test_a_refused_row_is_quoted_escaped_and_cut_to_a_sample(
     values = ", ".join(f"{column} = {_literal(text)}" for column, text in stored.items())
     edit(f"UPDATE {table} SET {values}")
     with pytest.raises(AuditRecordError) as refused:
-        if read == "conversation":
-            store.conversation("chat-1")
-        elif read == "claim_paused":
-            store.claim_paused("req-9")
-        else:
-            getattr(store, read)()
+        _READS[read](store)
     _said_of_the_row(str(refused.value))
 
 

@@ -1305,7 +1305,6 @@ def from_row(row: Sequence[object]) -> AuditRecord:
         ) from error
 
 
-
 _SAID: Final = 300
 """Characters of what a record or a document's reader said of a stored row that a
 refusal of the row quotes."""

@@ -247,7 +247,8 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     ``path`` is a file (opened in WAL mode, so readers never block the
     writer) or ``":memory:"``; the empty path (SQLite's temporary database, deleted
     when it closes) is refused, as is a ``file:`` URI that names a database in memory
-    or a VFS without WAL mode (a SQLite built with ``SQLITE_USE_URI`` reads one). The store keeps its schema version in SQLite's
+    or a VFS without WAL mode (a SQLite built with ``SQLITE_USE_URI`` reads one). The
+    store keeps its schema version in SQLite's
     ``user_version``: it may share the application's own database when that
     application does not use ``user_version`` (an ORM's migrations keep theirs
     in a table), but a database whose ``user_version`` another application set
