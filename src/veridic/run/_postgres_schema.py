@@ -373,10 +373,15 @@ def _version(db: psycopg.Connection[Any], where: str) -> int:
             ``veridic_audit`` of another application's, in Postgres's "relation already
             exists"; and a read-only open told the caller to migrate such a database.
     """
-    found = db.execute("SELECT to_regclass('veridic_schema') IS NOT NULL").fetchone()
-    if found is None or not found[0]:
-        _check_no_tables(db, where)
-        return 0
+    if not _has_schema(db):
+        tables = _found_tables(db)
+        if not tables:
+            return 0
+        # A store opened at once on this new database may have committed them all, and
+        # veridic_schema with them, since the first look: their first step commits all at
+        # once, so a second look that still misses veridic_schema proves it missing.
+        if not _has_schema(db):
+            raise AuditRecordError(_without_schema(where, tables))
     rows = db.execute("SELECT version FROM veridic_schema").fetchall()
     if len(rows) != 1 or not isinstance(rows[0][0], int):
         raise AuditRecordError(
@@ -394,30 +399,37 @@ def _version(db: psycopg.Connection[Any], where: str) -> int:
     return version
 
 
-def _check_no_tables(db: psycopg.Connection[Any], where: str) -> None:
-    """Refuse a database without ``veridic_schema`` that holds tables of veridic's names.
+def _has_schema(db: psycopg.Connection[Any]) -> bool:
+    """Whether the database (its ``search_path``) holds ``veridic_schema``."""
+    found = db.execute("SELECT to_regclass('veridic_schema') IS NOT NULL").fetchone()
+    return found is not None and bool(found[0])
 
-    The first step creates them all with ``veridic_schema`` in one transaction, so
-    such tables are another application's, or veridic's with ``veridic_schema``
-    dropped: neither is migrated, nor read as veridic's of some version.
 
-    Raises:
-        AuditRecordError: the database (its ``search_path``) holds one of :data:`_TABLES`.
-    """
+def _found_tables(db: psycopg.Connection[Any]) -> list[str]:
+    """Which of :data:`_TABLES` the database (its ``search_path``) holds, in their order."""
     rows = db.execute(
         "SELECT name FROM unnest(%s::text[]) WITH ORDINALITY AS t (name, at) "
         "WHERE to_regclass(name) IS NOT NULL ORDER BY at",
         (list(_TABLES),),
     ).fetchall()
-    if rows:
-        raise AuditRecordError(
-            f"{where} holds {', '.join(str(name) for (name,) in rows)} without veridic_schema, "
-            "which every veridic writes beside them with the version of their columns: they "
-            "are another application's tables of these names, or veridic's with veridic_schema "
-            "dropped; nothing was changed: give the audit store a database (or a schema: "
-            "options=-csearch_path=audit) of its own, or restore veridic_schema from the "
-            "backup the tables came from"
-        )
+    return [str(name) for (name,) in rows]
+
+
+def _without_schema(where: str, tables: list[str]) -> str:
+    """The refusal of ``tables`` of veridic's names found without ``veridic_schema``.
+
+    The first step creates them all with ``veridic_schema`` in one transaction, so
+    such tables are another application's, or veridic's with ``veridic_schema``
+    dropped: neither is migrated, nor read as veridic's of some version.
+    """
+    return (
+        f"{where} holds {', '.join(tables)} without veridic_schema, which every veridic "
+        "writes beside them with the version of their columns: they are another "
+        "application's tables of these names, or veridic's with veridic_schema dropped; "
+        "nothing was changed: give the audit store a database (or a schema: "
+        "options=-csearch_path=audit) of its own, or restore veridic_schema from the "
+        "backup the tables came from"
+    )
 
 
 def _later(db: psycopg.Connection[Any], where: str, version: int) -> str:

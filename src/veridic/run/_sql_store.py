@@ -288,7 +288,12 @@ class SQLStore:
         self._run(_statements.save_paused(repr(self), paused))
 
     def pending_runs(self) -> tuple[str, ...]:
-        """The request ids of runs paused and not claimed yet, oldest first."""
+        """The request ids of runs paused and not claimed yet, oldest first.
+
+        Raises:
+            AuditRecordError: a paused run's request id is not text (a BLOB written
+                into the table by other code).
+        """
         return self._run(_statements.pending_runs())
 
     def claim_paused(self, request_id: str, /) -> PausedRun | None:

@@ -626,7 +626,7 @@ def _claimed(where: str, request_id: str, document: object) -> PausedRun:
     except VeridicError as error:
         raise AuditRecordError(
             f"{where} cannot read back the paused run claimed under request "
-            f"{clip(request_id)} in veridic_paused_runs ({error}); save_paused writes what "
+            f"{clip(request_id)} in veridic_paused_runs ({_said(error)}); save_paused writes what "
             "PausedRun.from_json reads, so the row was edited, written by another program, or "
             "by a release whose format this one does not read; nothing was resumed (the "
             "request's saves stay claimed): check what else writes to veridic_paused_runs, "
@@ -741,7 +741,7 @@ def _unreadable(what: str, table: str, row: Sequence[object], error: Exception) 
     (:func:`from_row`) is worded so too.
     """
     return AuditRecordError(
-        f"{what} row {quoted(tuple(row), 120)} cannot be read back ({error}); the {table} "
+        f"{what} row {quoted(tuple(row), 120)} cannot be read back ({_said(error)}); the {table} "
         f"table was written by something other than veridic: check what else writes to {table}"
     )
 
@@ -1102,7 +1102,7 @@ def _conversation(where: str, key: str, document: object) -> Conversation:
     except VeridicError as error:
         raise AuditRecordError(
             f"{where} cannot read back the conversation last saved under the key {clip(key)} "
-            f"in veridic_conversations ({error}); save_conversation writes what "
+            f"in veridic_conversations ({_said(error)}); save_conversation writes what "
             "Conversation.from_json reads, so the row was edited or written by another "
             "program, and nothing of it was read: check what else writes to "
             "veridic_conversations, and save the conversation again from where it is whole"
@@ -1164,7 +1164,22 @@ def pending_runs() -> Statement[tuple[str, ...]]:
         "SELECT request_id FROM veridic_paused_runs WHERE claimed IS NULL "
         "GROUP BY request_id ORDER BY MIN(id)",
         (),
-        lambda rows: tuple(str(row[0]) for row in rows),
+        lambda rows: tuple(_pending(row[0]) for row in rows),
+    )
+
+
+def _pending(request_id: object) -> str:
+    """A request a paused run waits under, refused unless it is text, as saved.
+
+    SQLite keeps a BLOB in a TEXT column, and ``str()`` listed ``x'00ff'`` as the request
+    ``"b'\\x00\\xff'"``, which nothing saved and whose claim finds nothing.
+    """
+    if isinstance(request_id, str):
+        return request_id
+    raise AuditRecordError(
+        f"veridic_paused_runs holds a paused run under the request {quoted(request_id)}, "
+        "not text as save_paused writes it: the table was written by something other than "
+        "veridic; check what else writes to veridic_paused_runs"
     )
 
 
@@ -1284,10 +1299,27 @@ def from_row(row: Sequence[object]) -> AuditRecord:
         )._stored(str(record_id))
     except (KeyError, ValueError) as error:
         raise AuditRecordError(
-            f"audit row {quoted(tuple(row), 120)} cannot be read back ({error}); "
+            f"audit row {quoted(tuple(row), 120)} cannot be read back ({_said(error)}); "
             "the table was written by something other than veridic: check what else "
             "writes to veridic_audit"
         ) from error
+
+
+_SAID: Final = 300
+"""Characters of what a record or a document's reader said of a stored row that a
+refusal of the row quotes."""
+
+
+def _said(error: BaseException) -> str:
+    """What ``error`` said of a stored row, cut to :data:`_SAID` characters.
+
+    A record's or a reader's words quote the row's text escaped (``repr``), but not always
+    cut (:meth:`Conversation.from_json` quotes a format whole, a model-call record its
+    request id, an enum the value it refused): a row of thousands of characters made a
+    refusal of thousands.
+    """
+    said = str(error)
+    return said if len(said) <= _SAID else f"{said[:_SAID]}… ({len(said)} chars)"
 
 
 def _names(stored: object, table: str, column: str) -> tuple[str, ...]:

@@ -246,7 +246,9 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
 
     ``path`` is a file (opened in WAL mode, so readers never block the
     writer) or ``":memory:"``; the empty path (SQLite's temporary database, deleted
-    when it closes) is refused. The store keeps its schema version in SQLite's
+    when it closes) is refused, as is a ``file:`` URI that names a database in memory
+    or a VFS without WAL mode (a SQLite built with ``SQLITE_USE_URI`` reads one). The
+    store keeps its schema version in SQLite's
     ``user_version``: it may share the application's own database when that
     application does not use ``user_version`` (an ORM's migrations keep theirs
     in a table), but a database whose ``user_version`` another application set
@@ -274,8 +276,9 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
     of an fsync per record.
 
     Raises:
-        AuditRecordError: ``path`` is empty; the file is another application's database (a
-            ``user_version`` it set), or of a later veridic's schema;
+        AuditRecordError: ``path`` is empty, or names no file SQLite can keep in WAL
+            mode; the file is another application's database (a ``user_version`` it
+            set), or of a later veridic's schema;
             :meth:`write` got something that is not a valid :class:`AuditRecord`;
             a query met a row whose text is not UTF-8 (written by other code).
         sqlite3.Error: the database cannot be opened or written (``sqlite3.
@@ -324,11 +327,15 @@ class SQLiteAuditSink(SQLStore, AsyncSQLStore):
         writer = self._open(Turns())
         self._writer: _Connection | None = writer
         with writer.lock:
-            # Checked (and migrated) first: a file refused (another application's, a later
-            # veridic's) is left as it was, and WAL mode is written into the file's header.
-            prepare(writer.db, repr(self))
-            if not self._memory:
-                _write_ahead(writer.db, self)
+            try:
+                # Checked (and migrated) first: a file refused (another application's, a
+                # later veridic's) is left as it was, and WAL mode is written into its header.
+                prepare(writer.db, repr(self))
+                if not self._memory:
+                    _write_ahead(writer.db, self)
+            except BaseException:
+                writer.db.close()  # a store refused holds nothing open
+                raise
         self._opening = threading.Lock()  # a forked child opens its writer under it
         if not self._memory:
             _ON_FILES.add(self)
@@ -454,26 +461,57 @@ def _write_ahead(db: sqlite3.Connection, store: object) -> None:
     lost the race at its first line. A file in WAL mode already is left as it is.
 
     Raises:
-        sqlite3.OperationalError: another connection held the lock for longer than
+        AuditRecordError: SQLite answered the switch with another mode (see
+            :func:`_not_write_ahead`): that answer went unread, and the store opened all
+            the same.
+        sqlite3.OperationalError: another connection kept the file locked longer than
             :data:`_BUSY_WAIT` (noted with the store and what to do), or the file cannot
             be written.
     """
     deadline = time.monotonic() + _BUSY_WAIT
     while True:
         try:
-            db.execute("PRAGMA journal_mode=WAL")
-            return
+            (mode,) = db.execute("PRAGMA journal_mode=WAL").fetchone()
+            break
         except sqlite3.OperationalError as error:
             if error.sqlite_errorname != "SQLITE_BUSY":
                 raise
             if time.monotonic() >= deadline:
                 error.add_note(
-                    f"{store!r} could not switch the file to WAL mode: another connection held "
-                    f"its write lock for {_BUSY_WAIT:g} seconds; nothing was written: open the "
-                    "store again once that writer is done"
+                    f"{store!r} could not switch the file to WAL mode: another connection kept "
+                    f"it locked (a write, or a read in rollback mode) for {_BUSY_WAIT:g} "
+                    "seconds; no record was written: open the store again once that "
+                    "connection is done"
                 )
                 raise
         time.sleep(0.01)
+    if mode != "wal":
+        raise _not_write_ahead(store, str(mode))
+
+
+def _not_write_ahead(store: object, mode: str) -> AuditRecordError:
+    """The refusal of a database SQLite left in ``mode``, not WAL mode, when asked to switch.
+
+    A SQLite built to read a path that begins with ``file:`` as a URI (Debian's is, though
+    ``sqlite3.connect`` is not asked to) opens ``file::memory:`` or ``file:x?mode=memory``
+    as a database in memory, answering ``"memory"``: each connection of the store had its
+    own, as the empty path's, and every record was lost. A VFS without shared memory
+    (``file:x?vfs=unix-none``) cannot use WAL mode and answers the mode it stays in.
+    """
+    if mode == "memory":
+        return AuditRecordError(
+            f"{store!r} names a database in memory, not a file (SQLite reads a path that "
+            "begins with file: as a URI, and answered the switch to WAL mode with 'memory'): "
+            "the store reads on a connection of each thread, which would not see its "
+            'writes, and every record would be lost; pass the path of a file, or ":memory:" '
+            "for a store that lives as long as the process"
+        )
+    return AuditRecordError(
+        f"{store!r} could not switch the file to WAL mode: SQLite left it in {clip(mode)} "
+        "mode (a VFS without shared memory, chosen by a file: URI or by the application), "
+        "in which the store's readers would block its writer; no record was written: open "
+        "the store on a file of a local file system, with SQLite's default VFS"
+    )
 
 
 _NOT_UTF8 = "Could not decode to UTF-8"

@@ -254,6 +254,8 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         try:
             return self._send(sql, params, rows, binary)
         except self._psycopg.OperationalError as error:
+            if _answered(error):  # reached this time, and refused: as the first try's
+                raise _refused(error, self) from None
             raise _noted(error, self, idempotent) from None
 
     def _send(
