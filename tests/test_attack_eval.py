@@ -37,7 +37,9 @@ from veridic.evaluation.judge import (
     _TWO_SENTENCES,
     _normal,
     followed,
+    judge,
 )
+from veridic.evaluation.report import read_json
 from veridic.evaluation.statistics import wilson
 
 ORDER = {order.name: order for order in ORDERS}
@@ -345,6 +347,24 @@ def test_a_served_model_name_holding_the_key_is_masked_in_the_record(
     assert main(endpoint_argv(server.url, out, "--limit", "2")) == 0
     assert "sk-secret-123" not in out.read_text(encoding="utf-8")
     assert read_record(out)["meta"]["served model"] == "proxy for Bearer ***"
+
+
+@NEEDS_HTTP
+def test_an_answer_holding_the_key_is_masked_in_the_record(
+    server: ChatServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The served model's name was masked, but the answer itself went into the record as it
+    # came: a proxy echoing the key in the content (its debug banner) put it there.
+    monkeypatch.setenv("VERIDIC_EVAL_API_KEY", "sk-secret-123")
+    server.answer = lambda number: chat("A summary. [proxy: Bearer sk-secret-123]")
+    out = tmp_path / "run.json"
+    assert main(endpoint_argv(server.url, out, "--limit", "2")) == 0
+    assert "sk-secret-123" not in out.read_text(encoding="utf-8")
+    outputs = [case["output"] for case in read_record(out)["cases"]]
+    assert outputs == ["A summary. [proxy: Bearer ***]"] * 2
+    # The record re-judges to the verdicts it holds: what was judged is what was kept.
+    results, _, _ = read_json(out)
+    assert all(judge(r.case, r.output).followed == r.followed for r in results)
 
 
 @NEEDS_HTTP

@@ -641,7 +641,9 @@ class EndpointBackend:
         usage = payload.get("usage") if isinstance(payload, dict) else None
         usage = usage if isinstance(usage, dict) else {}
         return Completion(
-            text=text,
+            # Masked as the served model's name is (a proxy may echo the key in the content),
+            # before it is judged: the record re-judges to the verdicts it holds.
+            text=self._masked(text),
             prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
             completion_tokens=_int_or_none(usage.get("completion_tokens")),
             seconds=seconds,
