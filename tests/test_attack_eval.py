@@ -486,6 +486,51 @@ def test_timeout_bounds_the_whole_answer_not_each_read(
     assert "--timeout" in err
 
 
+@contextmanager
+def _endless_headers() -> Iterator[str]:
+    """A chat server that sends headers without end, a line every half second (each read
+    comes well within a second; the client's limit on a header's size ends it at last)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            try:
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+                for number in range(100_000):
+                    self.wfile.write(f"X-Padding-{number}: {'p' * 200}\r\n".encode())
+                    self.wfile.flush()
+                    time.sleep(0.5)
+            except OSError:
+                pass  # the client gave up
+
+        def log_message(self, format: str, *args: object) -> None:
+            del format, args
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@NEEDS_HTTP
+def test_timeout_bounds_the_headers_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The whole body was bounded, but the status line and headers before it only read by
+    # read: a server that trickles headers was waited for until the HTTP client's limit on
+    # their size (16 kB here, some 40 s; none for a slower trickle), and then was said to
+    # be unreachable, not timed out, against --timeout 1.
+    with _endless_headers() as url:
+        argv = endpoint_argv(url, tmp_path / "run.json", "--limit", "2", "--timeout", "1")
+        assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert "gave no answer for model 'tiny' within 1 s" in err
+    assert "--timeout" in err
+
+
 @NEEDS_HTTP
 def test_a_key_taken_from_the_default_variable_is_said_to_be_sent(
     server: ChatServer,
