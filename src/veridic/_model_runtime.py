@@ -15,7 +15,7 @@ import importlib
 import socket
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
 from urllib.parse import urlunsplit
@@ -383,10 +383,9 @@ class _Deadline:
 
 def _shut(connection: socket.socket) -> None:
     """Shut ``connection`` down both ways, which wakes the read waiting on it."""
-    try:
+    # An OSError: closed already, by the client done with it; nothing is left to wait on.
+    with suppress(OSError):
         connection.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass  # closed already, by the client done with it: nothing is left to wait on
 
 
 def _unpacked(headers: Mapping[str, str]) -> list[tuple[str, str]]:
