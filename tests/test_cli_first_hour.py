@@ -310,3 +310,48 @@ def test_what_threads_print_at_import_reaches_stderr_once(tmp_path: Path) -> Non
     said = "".join(done.stderr.split())
     printed = "".join(f"{tag}{number}" for tag in "ab" for number in range(20000))
     assert sorted(said) == sorted(printed)
+
+
+# --- what the application writes past the filter, by the descriptor ---------------------------
+
+DESCRIPTOR_APPS = {
+    "a child process": """
+import subprocess
+import sys
+
+from veridic import Registry
+
+subprocess.run(
+    [sys.executable, "-c", "print('##[error]from a child process')"],
+    stdout=sys.stdout,
+    check=True,
+)
+registry = Registry("child")
+""",
+    "os.write": """
+import os
+import sys
+
+from veridic import Registry
+
+os.write(sys.stderr.fileno(), b"##[error]from os.write\\n")
+registry = Registry("raw")
+""",
+}
+
+
+@pytest.mark.parametrize("writer", sorted(DESCRIPTOR_APPS))
+def test_a_descriptor_of_the_inert_stream_is_refused_so_no_raw_write_reaches_the_log(
+    tmp_path: Path, writer: str
+) -> None:
+    # fileno() handed out stderr's real descriptor: a child process given sys.stdout, or
+    # os.write, wrote "##[error]..." to the CI log past the filter.
+    (tmp_path / "raw_app.py").write_text(DESCRIPTOR_APPS[writer], encoding="utf-8")
+    done = _veridic("lint", "raw_app:registry", cwd=tmp_path)
+    assert _workflow_commands(done.stderr) == []
+    assert _workflow_commands(done.stdout) == []
+    # Refused loudly, with what to do instead: nothing checked is no pass.
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert "UnsupportedOperation" in done.stderr
+    assert "no file descriptor" in done.stderr
+    assert "subprocess.PIPE" in done.stderr

@@ -503,3 +503,53 @@ def test_property_every_new_view_follows_the_latest_check(
         assert openai == set(view.names())
         if latest:
             assert view.dispatch("sales_report", {"day": "2026-01-31"}) == "sales of 2026-01-31"
+
+
+# --- the boot failure's traceback, logged at DEBUG ------------------------------------------------
+
+
+def _debug_log_of_boot_failure(caplog: pytest.LogCaptureFixture, message: str) -> str:
+    """What a handler writes for the records of one failed boot, at DEBUG (traceback included)."""
+
+    def licence_check() -> None:
+        raise RuntimeError(message)
+
+    caplog.set_level(logging.DEBUG, logger="veridic.registry")
+    caplog.clear()
+    registry = Registry("site")
+    registry.component("Pro plan", boot=licence_check)
+    registry.view()
+    formatter = logging.Formatter("%(levelname)s %(message)s")
+    return "\n".join(
+        formatter.format(record) for record in caplog.records if record.name == "veridic.registry"
+    )
+
+
+def _obeyed(text: str) -> list[str]:
+    """The lines of ``text`` GitHub's runner would obey as a workflow command."""
+    return [line for line in text.splitlines() if line.lstrip().startswith("::") or "##[" in line]
+
+
+def test_the_traceback_of_a_boot_failure_is_logged_inert_and_whole(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The DEBUG line carried the traceback raw (exc_info): its last line is the exception's
+    # message, outside text, and its "##[error]" or a line of "::error ...::" reached the log.
+    logged = _debug_log_of_boot_failure(
+        caplog, "server said:\n::error file=app.py,line=1::all clear\n##[add-mask]Pro plan"
+    )
+    assert _obeyed(logged) == []
+    assert "Traceback (most recent call last):" in logged
+    assert "in licence_check" in logged  # the frame that raised, still there
+    assert "RuntimeError: server said:" in logged
+    assert "all clear" in logged
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(message=st.text())
+def test_property_no_boot_traceback_logs_a_workflow_command(
+    caplog: pytest.LogCaptureFixture, message: str
+) -> None:
+    logged = _debug_log_of_boot_failure(caplog, f"##[error]{message}\n::error::{message}")
+    assert _obeyed(logged) == []
+    assert "Traceback (most recent call last):" in logged

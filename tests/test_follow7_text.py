@@ -9,6 +9,7 @@ import hashlib
 import os
 import pprint
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Final, TypedDict
 
@@ -30,6 +31,8 @@ from veridic import (
     unfence,
     untrusted,
 )
+from veridic.checks._cli_report import _UsageError
+from veridic.checks._cli_show import _is_sqlite, _read_capped
 from veridic.checks.cli import EXIT_USAGE, main
 from veridic.templates import TemplateError, TemplateSandboxError
 from veridic.testing import data_labels
@@ -131,6 +134,42 @@ def test_show_refuses_a_fifo_instead_of_blocking(
     err = capsys.readouterr().err
     assert "is not a regular file" in err
     assert str(fifo) in err
+
+
+def _without_blocking(read: Callable[[], object], fifo: Path) -> object:
+    """What ``read()`` returns or raises, run in a thread; a failure if it blocks on ``fifo``."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(read())
+        except Exception as error:  # the outcome under test, raised in the thread
+            outcome.append(error)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(5)
+    if worker.is_alive():  # blocked in open(): give it a writer so that the thread ends
+        os.close(os.open(fifo, os.O_WRONLY))
+        worker.join(5)
+        pytest.fail(f"reading {fifo} blocked")
+    return outcome[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here")
+def test_a_document_swapped_for_a_fifo_after_the_check_is_refused_not_waited_on(
+    tmp_path: Path,
+) -> None:
+    # show checked the path, then opened it: a file swapped for a FIFO in between (the
+    # path is the pull request's) blocked the open until a writer came, forever in CI.
+    # The readers are called as they are after the check passed.
+    fifo = tmp_path / "prompt.json"
+    os.mkfifo(fifo)
+    refused = _without_blocking(lambda: _read_capped(fifo), fifo)
+    assert isinstance(refused, _UsageError)
+    assert "is not a regular file" in str(refused)
+    assert str(fifo) in str(refused)
+    assert _without_blocking(lambda: _is_sqlite(fifo), fifo) is False
 
 
 # --- a data template's name that is not a label ---------------------------------------------

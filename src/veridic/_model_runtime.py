@@ -12,9 +12,10 @@ client. Each is imported lazily, only when a model is asked.
 from __future__ import annotations
 
 import importlib
-import time
+import socket
+import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, Final, Protocol, cast
 from urllib.parse import urlunsplit
@@ -271,26 +272,46 @@ class _BoundedAnswers:
 
     httpx's timeout bounds each read: a server that sends a byte now and then (a stuck
     stream, a slow-loris proxy) was never timed out, and a run waited for as long as it
-    kept sending. The body is read as it comes, and once ``timeout`` seconds have passed
-    since the request was sent the client's own ``ReadTimeout`` is raised, as for a
-    server that went silent. (Each read is still bounded by ``timeout`` too, so the
-    error comes at most one read late. The status line and headers come before the body:
-    each of their reads is bounded, not their whole, so a server that trickles its
-    headers is still waited for.) A body of any size was read whole into memory (an
-    endpoint that ignores ``max_tokens``, a hostile one): past the bound it raises
-    :class:`_AnswerTooLarge`. Either way the connection is closed, not kept for the next.
+    kept sending, its status line and headers included. So each answer has a
+    :class:`_Deadline`: once ``timeout`` seconds have passed since the request was sent,
+    its connection is shut down, and the client's own ``ReadTimeout`` is raised, as for a
+    server that went silent. (Each answer gets a connection of its own, the one the
+    deadline shuts; none is kept for the next.) A body of any size was read whole into
+    memory (an endpoint that ignores ``max_tokens``, a hostile one): past the bound it
+    raises :class:`_AnswerTooLarge`.
     """
 
     def __init__(self, module: Any) -> None:
         self._module = module
-        self._client = module.Client()
+        self._client = module.Client(limits=module.Limits(max_keepalive_connections=0))
 
     def post(
         self, url: str, *, json: Any, headers: Mapping[str, str], timeout: float
     ) -> HttpResponse:
-        deadline = time.monotonic() + timeout
+        deadline = _Deadline(timeout)
+        try:
+            with deadline:
+                return self._read(url, json, headers, timeout, deadline)
+        except self._module.TransportError as error:
+            if not deadline.passed:
+                raise
+            raise self._module.ReadTimeout(f"no whole answer within {timeout:g} s") from error
+
+    def _read(
+        self,
+        url: str,
+        json: Any,
+        headers: Mapping[str, str],
+        timeout: float,
+        deadline: _Deadline,
+    ) -> HttpResponse:
         with self._client.stream(
-            "POST", url, json=json, headers=headers, timeout=timeout
+            "POST",
+            url,
+            json=json,
+            headers=headers,
+            timeout=timeout,
+            extensions={"trace": deadline.trace},
         ) as streamed:
             chunks: list[bytes] = []
             size = 0
@@ -300,7 +321,7 @@ class _BoundedAnswers:
                 size += len(chunk)
                 if size > _ANSWER_BYTES_MOST:
                     raise _AnswerTooLarge(f"more than {_ANSWER_BYTES_MOST // 2**20} MB")
-                if time.monotonic() > deadline:
+                if deadline.passed:  # a connection not traced (another transport)
                     raise self._module.ReadTimeout(
                         f"no whole answer within {timeout:g} s", request=streamed.request
                     )
@@ -313,6 +334,58 @@ class _BoundedAnswers:
                     request=streamed.request,
                 ),
             )
+
+
+class _Deadline:
+    """Shuts an answer's connection down ``timeout`` seconds after the request was sent.
+
+    httpx bounds each read, not the status line and headers as a whole, nor the body:
+    a timer thread shuts the socket (the one httpx's ``trace`` extension names when it
+    connects) when the time is up, which ends the read waiting on it. :attr:`passed`
+    then tells the error that follows from a server that hung up.
+    """
+
+    def __init__(self, timeout: float) -> None:
+        self._lock = threading.Lock()
+        self._socket: socket.socket | None = None
+        self._timer = threading.Timer(timeout, self._shut_down)
+        self._timer.daemon = True
+        self.passed = False
+
+    def __enter__(self) -> _Deadline:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._timer.cancel()
+
+    def trace(self, event: str, info: Mapping[str, Any]) -> None:
+        """httpx's ``trace`` extension: keep the socket the answer's connection is made on."""
+        if event != "connection.connect_tcp.complete":
+            return
+        stream = info.get("return_value")
+        found = stream.get_extra_info("socket") if stream is not None else None
+        if not isinstance(found, socket.socket):
+            return
+        with self._lock:
+            self._socket = found
+            late = self.passed
+        if late:  # the time was up while connecting
+            _shut(found)
+
+    def _shut_down(self) -> None:
+        with self._lock:
+            self.passed = True
+            found = self._socket
+        if found is not None:
+            _shut(found)
+
+
+def _shut(connection: socket.socket) -> None:
+    """Shut ``connection`` down both ways, which wakes the read waiting on it."""
+    # An OSError: closed already, by the client done with it; nothing is left to wait on.
+    with suppress(OSError):
+        connection.shutdown(socket.SHUT_RDWR)
 
 
 def _unpacked(headers: Mapping[str, str]) -> list[tuple[str, str]]:

@@ -151,6 +151,14 @@ def _say(command: str, message: object, err: TextIO) -> None:
     print(inert_line(f"veridic {command}: {_shown(str(message))}"), file=err)
 
 
+_NO_DESCRIPTOR: Final = (
+    "veridic's standard output and error have no file descriptor while veridic imports "
+    "and checks the application: what it prints is filtered there so that a CI log obeys "
+    "no workflow command in it, and a descriptor would write past the filter. Run a child "
+    "process with stdout=subprocess.PIPE and print what it returns, write with print() "
+    "instead of os.write, or keep such work out of import time and boot checks"
+)
+
 _LINE_BREAK: Final = re.compile(r"(\r\n|\r|\n)")
 """Where GitHub's runner ends a line of a job's log (.NET's ``ReadLine``)."""
 
@@ -190,7 +198,15 @@ class _InertLines(io.TextIOBase):
         return self._stream.isatty()
 
     def fileno(self) -> int:
-        return self._stream.fileno()
+        """Refused (``io.UnsupportedOperation``): the filter is in this object, not in a
+        descriptor, and what is written to a descriptor never passes through it.
+
+        Handing out stderr's own descriptor let ``os.write``, ``faulthandler`` and a child
+        process given ``sys.stdout`` write ``##[error]...`` to a CI log past the filter.
+        A caller that can do without a descriptor falls back on this error, as it does
+        under pytest's capture; one that cannot fails, and the message says what to do.
+        """
+        raise io.UnsupportedOperation(_NO_DESCRIPTOR)
 
     def writable(self) -> bool:
         return True
@@ -228,6 +244,10 @@ class _InertBytes:
 
     def writable(self) -> bool:
         return True
+
+    def fileno(self) -> int:
+        """Refused, as :meth:`_InertLines.fileno` is, for the same reason."""
+        raise io.UnsupportedOperation(_NO_DESCRIPTOR)
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         chunk = bytes(data)

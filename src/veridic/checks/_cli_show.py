@@ -237,19 +237,43 @@ def _require_regular(path: Path) -> None:
     except OSError:
         return
     if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
-        raise _UsageError(
-            f"{visible(str(path), None)} is not a regular file (a FIFO, a device or a socket), "
-            "so it is not read: pass a prompt document saved to a file (the JSON text of "
-            "prompt.to_document()) or an audit store (an SQLite file, a postgresql:// URL)"
-        )
+        raise _not_regular(path)
+
+
+def _not_regular(path: Path) -> _UsageError:
+    return _UsageError(
+        f"{visible(str(path), None)} is not a regular file (a FIFO, a device or a socket), "
+        "so it is not read: pass a prompt document saved to a file (the JSON text of "
+        "prompt.to_document()) or an audit store (an SQLite file, a postgresql:// URL)"
+    )
+
+
+def _open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading, refused (:class:`_UsageError`) unless it is a regular file.
+
+    :func:`_require_regular` looks before the open, and the path may be swapped for a
+    FIFO in between (it is a pull request's): a plain open waited for a writer that
+    never came. So the open does not wait (``O_NONBLOCK``), and the check is made
+    again on what was opened (``fstat``), which no swap can change.
+    """
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise _not_regular(path)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(descriptor, True)  # a regular file's reads never wait anyway
+        return os.fdopen(descriptor, "rb")
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 def _is_sqlite(path: Path) -> bool:
     """Whether ``path`` is an SQLite database file (read by its header, never opened)."""
     try:
-        with path.open("rb") as file:
+        with _open_regular(path) as file:
             return file.read(len(_SQLITE_MAGIC)) == _SQLITE_MAGIC
-    except OSError:
+    except (OSError, _UsageError):  # what is no regular file is no store: reading says so
         return False
 
 
@@ -287,10 +311,10 @@ def _read_capped(path: Path) -> bytes:
     The document is parsed whole and then rendered, which takes several times its size
     in memory: a log or a dump passed by mistake took the machine's memory instead of
     being named. At most one byte past the cap is read, so a file that grows while it
-    is read is refused too.
+    is read is refused too. What is opened must be a regular file (:func:`_open_regular`).
     """
     try:
-        with path.open("rb") as file:
+        with _open_regular(path) as file:
             size = os.fstat(file.fileno()).st_size
             data = b"" if size > _LARGEST_DOCUMENT else _read_at_most(file, size)
     except OSError as error:

@@ -357,6 +357,29 @@ def _with_reasoning(content: object, message: object) -> object:
     return content
 
 
+_FIRST_REASONING_TAG: Final = re.compile(r"<(/?)(think|thinking)>", re.IGNORECASE)
+
+
+def _opened_by_the_prompt(content: object) -> object:
+    """``content``, with ``<think>`` put back in front when its first reasoning tag is a
+    closer (``reasoning</think>answer``).
+
+    An endpoint's chat template cannot be seen: one that ends the prompt with ``<think>``
+    (a DeepSeek-R1 distill served without a reasoning parser) gives the thought with no
+    opening tag. The local model's template is read instead (:class:`LlamaBackend`),
+    and the judge reads a closer no tag opened as part of the answer, so the tag the
+    prompt opened is put back here, as the local backend puts it back. A model served
+    by an endpoint that thinks not at all and writes a stray closer is read the same
+    way: the record shows the tag put back.
+    """
+    if not isinstance(content, str):
+        return content
+    first = _FIRST_REASONING_TAG.search(content)
+    if first is None or not first.group(1):
+        return content
+    return f"<{first.group(2)}>{content}"
+
+
 def _parts(parts: list[object]) -> tuple[object, str | None]:
     """The text and the reasoning of a content given as parts (Mistral's shape).
 
@@ -594,7 +617,7 @@ class EndpointBackend:
                 f"{self._quoted(response.text)}; is it an OpenAI-compatible chat endpoint?"
             ) from error
         finish = choice.get("finish_reason") if isinstance(choice, dict) else None
-        text = _with_reasoning(text, choice["message"])
+        text = _opened_by_the_prompt(_with_reasoning(text, choice["message"]))
         if isinstance(text, str):
             # Half of a surrogate pair (JSON "\ud83d", a cut made by UTF-16 units) is no
             # character: kept, the record could not be written in UTF-8 after the run.
@@ -618,7 +641,9 @@ class EndpointBackend:
         usage = payload.get("usage") if isinstance(payload, dict) else None
         usage = usage if isinstance(usage, dict) else {}
         return Completion(
-            text=text,
+            # Masked as the served model's name is (a proxy may echo the key in the content),
+            # before it is judged: the record re-judges to the verdicts it holds.
+            text=self._masked(text),
             prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
             completion_tokens=_int_or_none(usage.get("completion_tokens")),
             seconds=seconds,

@@ -16,6 +16,7 @@ import inspect
 import logging
 import math
 import threading
+import traceback
 from collections.abc import Callable, Iterable, Mapping
 from typing import Final, Literal, Protocol, TypeVar
 
@@ -270,7 +271,8 @@ class Component:
             result = self._boot()
         except Exception as error:
             reason, detail = _boot_reason(error), _boot_detail(error)
-            _log.debug("component %r boot failure", self.name, exc_info=True)
+            if _log.isEnabledFor(logging.DEBUG):
+                _log.debug("component %r boot failure:\n%s", self.name, _logged_traceback(error))
             return ComponentState(self.name, False, reason, self.hint, self.provides, detail)
         if result is False:
             reason = "its boot check returned False"
@@ -354,6 +356,18 @@ def _logged(detail: str) -> str:
     :mod:`veridic._workflow_commands`). ``Registry.components()`` keeps it whole.
     """
     return inert_line(visible(detail, None))
+
+
+def _logged_traceback(error: BaseException) -> str:
+    """``error``'s traceback for the DEBUG log, every line of it as :func:`_logged` shows one.
+
+    Logged raw (``exc_info``), its last lines are the exception's message, outside text
+    like the detail :func:`_logged` shows: its ``##[error]`` or a line of ``::error ...::``
+    reached a CI log as a workflow command. The traceback stays whole, frame by frame;
+    only its characters are shown as the other log lines show them.
+    """
+    lines = "".join(traceback.format_exception(error)).splitlines()
+    return "\n".join(_logged(line) for line in lines)
 
 
 def _recheck_mode(name: str, recheck: object, boot: object) -> Recheck:
