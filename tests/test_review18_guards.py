@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
+from pydantic import BaseModel, ConfigDict
 
 from veridic import (
     ApprovalMode,
     ApprovalPolicy,
     CallOutcome,
     GuardDeniedError,
+    InstructionField,
     Registry,
+    Risk,
     SQLiteAuditSink,
     ToolView,
     aexecute,
     execute,
+    instruction,
 )
+from veridic.guards import dispatching, guard_instruction_write
 
 _PROMPT = "0" * 64
 
@@ -135,3 +142,81 @@ def test_lifting_the_deny_rule_lets_the_handler_dispatch_again(rule: str) -> Non
     )  # fmt: skip
     assert result.record.outcome is CallOutcome.OK
     assert deleted == ["n-1"]
+
+
+class StoredPrompt(BaseModel):
+    """Another feature's system prompt, as its store keeps it."""
+
+    content: InstructionField
+
+
+class AnyRevision(BaseModel):
+    """A revision store's row: the payload is whatever entity the revision is of."""
+
+    entity: str
+    payload: Any
+
+
+class ModelRevision(BaseModel):
+    entity: str
+    payload: BaseModel
+
+
+class MappingRevision(BaseModel):
+    entity: str
+    payload: dict[str, object]
+
+
+class ExtraRevision(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    entity: str
+
+
+@dataclass
+class Box:
+    held: object
+
+
+def _prompt() -> StoredPrompt:
+    return StoredPrompt(content=instruction("Answer in one short sentence."))
+
+
+@pytest.mark.parametrize(
+    ("row", "field"),
+    [
+        (AnyRevision(entity="prompt", payload=_prompt()), "AnyRevision.payload.content"),
+        (ModelRevision(entity="prompt", payload=_prompt()), "ModelRevision.payload.content"),
+        (
+            MappingRevision(entity="prompt", payload={"v2": [Box(_prompt())]}),
+            "MappingRevision.payload.held.content",
+        ),
+        (ExtraRevision(entity="prompt", old=_prompt()), "ExtraRevision.old.content"),
+    ],
+)
+def test_an_instruction_field_a_written_instance_holds_is_guarded(
+    row: BaseModel, field: str
+) -> None:
+    # The second seed's "revert": a mid tool under an always rule appends an older revision
+    # whose payload is another feature's system prompt. The row's class declares the payload
+    # as Any (or BaseModel, or a dict), so the guard looked at the class, found no
+    # InstructionField, and let the write of the prompt through.
+    with dispatching("revert", Risk.MID, ApprovalMode.ALWAYS_RULE, kind="write") as scope:
+        with pytest.raises(GuardDeniedError, match="revert"):
+            guard_instruction_write(row)
+    assert scope.events[0].operations == (f"instruction_write:{field}",)
+
+
+def test_an_instance_that_holds_no_instruction_field_passes_the_guard() -> None:
+    row = AnyRevision(entity="note", payload={"title": "groceries", "tags": ["home"]})
+    with dispatching("revert", Risk.MID, ApprovalMode.ALWAYS_RULE, kind="write") as scope:
+        guard_instruction_write(row)
+    assert scope.events == ()
+
+
+def test_a_model_holding_itself_is_walked_once() -> None:
+    row = AnyRevision(entity="loop", payload=None)
+    row.payload = [row, _prompt()]
+    with dispatching("revert", Risk.MID, ApprovalMode.ALWAYS_RULE, kind="write"):
+        with pytest.raises(GuardDeniedError, match=r"AnyRevision\.payload\.content"):
+            guard_instruction_write(row)

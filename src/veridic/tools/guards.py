@@ -463,7 +463,9 @@ def guard_instruction_write(target: type[BaseModel] | BaseModel | str | Iterable
 
     ``target`` is the pydantic model being written (class or instance: every
     ``InstructionField`` in it counts, in nested models, dataclasses and
-    ``TypedDict`` classes too) or field
+    ``TypedDict`` classes too; of an instance, also those of every model it
+    holds where its class does not name one, such as a revision's
+    ``payload: Any`` that holds a stored prompt) or field
     names as ``"Model.field"``. A model without instruction fields needs no
     guard, and passes.
 
@@ -1207,7 +1209,8 @@ def _is_future(value: object) -> TypeGuard[asyncio.Future[object]]:
 
 def _instruction_targets(target: type[BaseModel] | BaseModel | str | Iterable[str]) -> list[str]:
     if isinstance(target, BaseModel):
-        target = type(target)
+        paths = model_instruction_paths(type(target)) | _held_paths(target)
+        return sorted(f"{type(target).__name__}.{path}" for path in paths)
     if isinstance(target, type) and issubclass(target, BaseModel):
         return sorted(f"{target.__name__}.{path}" for path in model_instruction_paths(target))
     names = [target] if isinstance(target, str) else list(target)
@@ -1218,6 +1221,46 @@ def _instruction_targets(target: type[BaseModel] | BaseModel | str | Iterable[st
             'e.g. guard_instruction_write(StoredPrompt), or "StoredPrompt.content"'
         )
     return sorted({n.strip() for n in names})
+
+
+def _held_paths(model: BaseModel) -> set[str]:
+    """The paths of the instruction fields of the models that ``model`` holds, at any depth,
+    where its class does not say so: in a field declared ``Any``, ``BaseModel`` or
+    ``dict[str, object]``, an extra field, a list or a dataclass of one.
+
+    A revision store's row (``payload: Any``) that holds another feature's system prompt
+    writes that prompt as surely as the prompt's own model does: judged by its class, the
+    guard saw no instruction field, and a mid "revert" under an always rule wrote it.
+    Containers add nothing to the path (as :func:`model_instruction_paths` writes it).
+    """
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack: list[tuple[str, object]] = list(_fields_of(model, ""))
+    while stack:
+        path, value = stack.pop()
+        if type(value) in _LEAVES or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, BaseModel):
+            found.update(f"{path}.{inner}" for inner in model_instruction_paths(type(value)))
+            stack.extend(_fields_of(value, f"{path}."))
+        elif isinstance(value, Mapping):
+            stack.extend((path, item) for item in value.values())
+        elif isinstance(value, _SEQUENCES):
+            stack.extend((path, item) for item in value)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            stack.extend(
+                (f"{path}.{field.name}", getattr(value, field.name))
+                for field in dataclasses.fields(value)
+            )
+    return found
+
+
+def _fields_of(model: BaseModel, prefix: str) -> list[tuple[str, object]]:
+    """``model``'s declared and extra fields with their values, each path after ``prefix``."""
+    declared = [(f"{prefix}{name}", getattr(model, name)) for name in type(model).model_fields]
+    extra = model.model_extra or {}
+    return declared + [(f"{prefix}{name}", value) for name, value in extra.items()]
 
 
 def _check_call(call: Dispatch) -> None:
