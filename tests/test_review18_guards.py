@@ -191,7 +191,10 @@ def _prompt() -> StoredPrompt:
             MappingRevision(entity="prompt", payload={"v2": [Box(_prompt())]}),
             "MappingRevision.payload.held.content",
         ),
-        (ExtraRevision(entity="prompt", old=_prompt()), "ExtraRevision.old.content"),
+        (
+            ExtraRevision.model_validate({"entity": "prompt", "old": _prompt()}),
+            "ExtraRevision.old.content",
+        ),
     ],
 )
 def test_an_instruction_field_a_written_instance_holds_is_guarded(
@@ -201,9 +204,11 @@ def test_an_instruction_field_a_written_instance_holds_is_guarded(
     # whose payload is another feature's system prompt. The row's class declares the payload
     # as Any (or BaseModel, or a dict), so the guard looked at the class, found no
     # InstructionField, and let the write of the prompt through.
-    with dispatching("revert", Risk.MID, ApprovalMode.ALWAYS_RULE, kind="write") as scope:
-        with pytest.raises(GuardDeniedError, match="revert"):
-            guard_instruction_write(row)
+    with (
+        dispatching("revert", Risk.MID, ApprovalMode.ALWAYS_RULE, kind="write") as scope,
+        pytest.raises(GuardDeniedError, match="revert"),
+    ):
+        guard_instruction_write(row)
     assert scope.events[0].operations == (f"instruction_write:{field}",)
 
 
@@ -217,6 +222,8 @@ def test_an_instance_that_holds_no_instruction_field_passes_the_guard() -> None:
 def test_a_model_holding_itself_is_walked_once() -> None:
     row = AnyRevision(entity="loop", payload=None)
     row.payload = [row, _prompt()]
-    with dispatching("revert", Risk.MID, ApprovalMode.ALWAYS_RULE, kind="write"):
-        with pytest.raises(GuardDeniedError, match=r"AnyRevision\.payload\.content"):
-            guard_instruction_write(row)
+    with (
+        dispatching("revert", Risk.MID, ApprovalMode.ALWAYS_RULE, kind="write"),
+        pytest.raises(GuardDeniedError, match=r"AnyRevision\.payload\.content"),
+    ):
+        guard_instruction_write(row)

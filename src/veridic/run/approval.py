@@ -520,9 +520,10 @@ class ApprovalPolicy:
 
 
 def _deny_rules(policy: ApprovalPolicy) -> frozenset[str]:
-    """The names ``policy`` has a deny rule for (those of the rules :meth:`~ApprovalPolicy.asking`
-    asks under): the executor hands them to the call's dispatch, where they hold for the
-    tools a handler dispatches through a view as well (see :func:`veridic.tools.guards.dispatching`)."""
+    """The names ``policy`` has a deny rule for (of :meth:`~ApprovalPolicy.asking`, those of
+    the rules it asks under): the executor hands them to the call's dispatch, where they
+    hold for the tools a handler dispatches through a view as well (see
+    :func:`veridic.tools.guards.dispatching`)."""
     while isinstance(policy, _Asking):
         policy = policy._rules_of
     return frozenset(name for name, rule in policy.rules.items() if rule == "deny")
