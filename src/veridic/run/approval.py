@@ -519,6 +519,16 @@ class ApprovalPolicy:
         return status.tool
 
 
+def _deny_rules(policy: ApprovalPolicy) -> frozenset[str]:
+    """The names ``policy`` has a deny rule for (of :meth:`~ApprovalPolicy.asking`, those of
+    the rules it asks under): the executor hands them to the call's dispatch, where they
+    hold for the tools a handler dispatches through a view as well (see
+    :func:`veridic.tools.guards.dispatching`)."""
+    while isinstance(policy, _Asking):
+        policy = policy._rules_of
+    return frozenset(name for name, rule in policy.rules.items() if rule == "deny")
+
+
 def _expiry_checked(bound: object) -> timedelta:
     """``bound`` as :attr:`ApprovalPolicy.approvals_expire_after`, once checked."""
     if not isinstance(bound, timedelta) or bound <= timedelta(0):

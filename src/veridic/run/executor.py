@@ -99,6 +99,7 @@ from veridic.run.approval import (
     ApprovalPolicy,
     ApprovalRequest,
     Confirm,
+    _deny_rules,
     _request_of,
 )
 from veridic.run.audit import AsyncAuditSink, AuditSink
@@ -347,6 +348,7 @@ def execute(
             request_id=request_id,
             on_late=late,
             kind=prepared.tool.kind,
+            denied=_deny_rules(policy),
         ) as scope:
             started = time.perf_counter()
             try:
@@ -440,6 +442,7 @@ async def aexecute(
             request_id=request_id,
             on_late=late,
             kind=prepared.tool.kind,
+            denied=_deny_rules(policy),
         ) as scope:
             started = time.perf_counter()
             try:

@@ -229,6 +229,7 @@ class DispatchScope:
         "_call",
         "_claimed",
         "_closed",
+        "_denied",
         "_direct",
         "_events",
         "_late",
@@ -247,6 +248,7 @@ class DispatchScope:
     _claimed: bool
     _on_late: LateReporter | None
     _openers: tuple[FrameType, ...]
+    _denied: frozenset[str]
 
     def __init__(
         self,
@@ -255,6 +257,7 @@ class DispatchScope:
         *,
         observing: bool = False,
         on_late: LateReporter | None = None,
+        denied: frozenset[str] = frozenset(),
     ) -> None:
         self._call = call
         self._direct = call if parent is None else parent.direct
@@ -267,6 +270,7 @@ class DispatchScope:
         self._closed = False
         self._claimed = False  # whether the dispatch this scope was entered for has begun
         self._on_late = on_late
+        self._denied = denied
         # The application's frames that entered the scope: only a dispatch one of them
         # makes can be the scope's own (see _its_own); dropped when the scope closes.
         self._openers = ()
@@ -357,6 +361,7 @@ def dispatching(
     request_id: str = "",
     on_late: LateReporter | None = None,
     kind: ToolKind | None = None,
+    denied: Iterable[str] = (),
 ) -> Iterator[DispatchScope]:
     """Run the body as the dispatch of ``tool``, so guards inside it can judge the call.
 
@@ -381,24 +386,44 @@ def dispatching(
     :data:`LateReporter`); without a reporter it is logged as a warning on
     the ``veridic.guards`` logger. ``kind`` is the tool's
     declared kind: under a ``"query"`` every guarded operation is refused,
-    whatever the risk and approval (a query changes nothing).
+    whatever the risk and approval (a query changes nothing). ``denied`` names
+    the tools the request's approval policy has a deny rule for
+    (:func:`veridic.execute` passes them): a deny rule holds for every call of
+    its tool, so a handler's dispatch of one of them through a view, at any
+    depth of this call and in any view, is refused before it runs.
 
     Raises:
         VeridicError: ``tool`` is empty, ``risk`` is not a :class:`Risk`,
-            ``approval`` not an :class:`ApprovalMode`, or ``kind`` not
-            ``"query"``, ``"write"`` or ``None``.
+            ``approval`` not an :class:`ApprovalMode`, ``kind`` not
+            ``"query"``, ``"write"`` or ``None``, or ``denied`` not names.
     """
     call = Dispatch(tool, risk, approval, request_id, kind)
-    with _entered(call, observing=False, on_late=on_late) as scope:
+    names = _denied_names(denied, call)
+    with _entered(call, observing=False, on_late=on_late, denied=names) as scope:
         yield scope
+
+
+def _denied_names(denied: Iterable[str], call: Dispatch) -> frozenset[str]:
+    names = frozenset([denied] if isinstance(denied, str) else denied)
+    if not all(isinstance(name, str) for name in names):
+        raise VeridicError(
+            f"the dispatch of {clip(call.tool)} got denied={quoted(denied)}: pass the names "
+            "of the tools the request's approval policy denies (or leave it out)"
+        )
+    return names
 
 
 @contextmanager
 def _entered(
-    call: Dispatch, *, observing: bool, on_late: LateReporter | None = None
+    call: Dispatch,
+    *,
+    observing: bool,
+    on_late: LateReporter | None = None,
+    denied: frozenset[str] = frozenset(),
 ) -> Iterator[DispatchScope]:
     _check_call(call)
-    scope = DispatchScope(call, _current.get(), observing=observing, on_late=on_late)
+    parent = _current.get()
+    scope = DispatchScope(call, parent, observing=observing, on_late=on_late, denied=denied)
     scope._openers = _entering_frames(sys._getframe(1))
     token = _current.set(scope)
     try:
@@ -438,7 +463,9 @@ def guard_instruction_write(target: type[BaseModel] | BaseModel | str | Iterable
 
     ``target`` is the pydantic model being written (class or instance: every
     ``InstructionField`` in it counts, in nested models, dataclasses and
-    ``TypedDict`` classes too) or field
+    ``TypedDict`` classes too; of an instance, also those of every model it
+    holds where its class does not name one, such as a revision's
+    ``payload: Any`` that holds a stored prompt) or field
     names as ``"Model.field"``. A model without instruction fields needs no
     guard, and passes.
 
@@ -466,7 +493,9 @@ def _delegated(tool: str, risk: Risk, kind: ToolKind) -> bool:
     inside a high-risk call the user confirmed (a high-risk write only inside
     a write: :attr:`Dispatch.may_do_high_risk`), and a write never inside a
     query, nor in work a call left running after it ended (its authority
-    ended with it). What passes this is recorded like any guard when it is high risk
+    ended with it), and no tool that the approval policy of a call around it
+    denies, whatever its risk (a deny rule holds for every call of its tool, see
+    :func:`dispatching`). What passes this is recorded like any guard when it is high risk
     (the call did something high risk); a lower-risk dispatch inside a write
     is the write's own business and is not recorded.
 
@@ -479,6 +508,18 @@ def _delegated(tool: str, risk: Risk, kind: ToolKind) -> bool:
     scope = _current.get()
     if scope is None or _its_own(scope, tool, risk, kind):
         return False  # no dispatch around it, or the executor's own dispatch of this very tool
+    what = f"{'high-risk ' if risk >= Risk.HIGH else ''}tool {tool!r} ({kind}, risk {risk.value})"
+    denier = _denier(scope, tool)
+    if denier is not None:
+        refusal = (
+            f"the approval policy of the call of {clip(denier.call.tool)} has a deny rule for "
+            f"{tool!r}, and a deny rule holds for every call of that tool, the ones a handler "
+            f"makes through a view too: leave {clip(tool)} out of what {clip(denier.call.tool)} "
+            f"does, or lift the rule (policy.ask({tool!r}), so each direct call is put to the "
+            "user)"
+        )
+        where = _outside_veridic()
+        return _judge(scope, "delegation", (f"delegation:{tool}",), what, where, False, refusal)
     direct = scope.direct
     if risk >= Risk.HIGH:
         permitted = (
@@ -490,8 +531,17 @@ def _delegated(tool: str, risk: Risk, kind: ToolKind) -> bool:
         permitted = False  # a query changes nothing; an ended call's authority is gone
     else:
         return False
-    what = f"{'high-risk ' if risk >= Risk.HIGH else ''}tool {tool!r} ({kind}, risk {risk.value})"
     return _judge(scope, "delegation", (f"delegation:{tool}",), what, _outside_veridic(), permitted)
+
+
+def _denier(scope: DispatchScope, tool: str) -> DispatchScope | None:
+    """The innermost scope around a dispatch of ``tool`` whose approval policy denies it."""
+    current: DispatchScope | None = scope
+    while current is not None:
+        if tool in current._denied:
+            return current
+        current = current._parent
+    return None
 
 
 def _delegate_done(tool: str, irreversible: bool, writes: bool, fields: Iterable[str]) -> None:
@@ -700,10 +750,13 @@ def _judge(
     what: str,
     where: str | None = None,
     permitted: bool | None = None,
+    refusal: str | None = None,
 ) -> bool:
     """Record the event in every enclosing scope; raise unless it is allowed or observed.
 
-    Returns whether it was allowed (``False`` only when observing lets it through).
+    ``refusal`` says why a call that is not ``permitted`` was refused, when that is not its
+    risk (a deny rule). Returns whether it was allowed (``False`` only when observing lets
+    it through).
     """
     direct = scope.direct
     where = _caller(3) if where is None else where
@@ -740,6 +793,11 @@ def _judge(
             "thread) before it returns, or ask for the operation in a new call"
         ) from failure
     via = "" if scope.call is direct else f" (delegated through {clip(scope.call.tool)})"
+    if refusal is not None:
+        raise GuardDeniedError(
+            f"{label} {what} (at {where}) was refused before it ran: the tool the agent "
+            f"dispatched directly is {clip(direct.tool)}{via}; {refusal}"
+        )
     if direct.kind == "query":
         raise GuardDeniedError(
             f"{label} {what} (at {where}) was refused before it happened: the tool the agent "
@@ -1151,7 +1209,8 @@ def _is_future(value: object) -> TypeGuard[asyncio.Future[object]]:
 
 def _instruction_targets(target: type[BaseModel] | BaseModel | str | Iterable[str]) -> list[str]:
     if isinstance(target, BaseModel):
-        target = type(target)
+        paths = model_instruction_paths(type(target)) | _held_paths(target)
+        return sorted(f"{type(target).__name__}.{path}" for path in paths)
     if isinstance(target, type) and issubclass(target, BaseModel):
         return sorted(f"{target.__name__}.{path}" for path in model_instruction_paths(target))
     names = [target] if isinstance(target, str) else list(target)
@@ -1162,6 +1221,46 @@ def _instruction_targets(target: type[BaseModel] | BaseModel | str | Iterable[st
             'e.g. guard_instruction_write(StoredPrompt), or "StoredPrompt.content"'
         )
     return sorted({n.strip() for n in names})
+
+
+def _held_paths(model: BaseModel) -> set[str]:
+    """The paths of the instruction fields of the models that ``model`` holds, at any depth,
+    where its class does not say so: in a field declared ``Any``, ``BaseModel`` or
+    ``dict[str, object]``, an extra field, a list or a dataclass of one.
+
+    A revision store's row (``payload: Any``) that holds another feature's system prompt
+    writes that prompt as surely as the prompt's own model does: judged by its class, the
+    guard saw no instruction field, and a mid "revert" under an always rule wrote it.
+    Containers add nothing to the path (as :func:`model_instruction_paths` writes it).
+    """
+    found: set[str] = set()
+    seen: set[int] = set()
+    stack: list[tuple[str, object]] = list(_fields_of(model, ""))
+    while stack:
+        path, value = stack.pop()
+        if type(value) in _LEAVES or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if isinstance(value, BaseModel):
+            found.update(f"{path}.{inner}" for inner in model_instruction_paths(type(value)))
+            stack.extend(_fields_of(value, f"{path}."))
+        elif isinstance(value, Mapping):
+            stack.extend((path, item) for item in value.values())
+        elif isinstance(value, _SEQUENCES):
+            stack.extend((path, item) for item in value)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            stack.extend(
+                (f"{path}.{field.name}", getattr(value, field.name))
+                for field in dataclasses.fields(value)
+            )
+    return found
+
+
+def _fields_of(model: BaseModel, prefix: str) -> list[tuple[str, object]]:
+    """``model``'s declared and extra fields with their values, each path after ``prefix``."""
+    declared = [(f"{prefix}{name}", getattr(model, name)) for name in type(model).model_fields]
+    extra = model.model_extra or {}
+    return declared + [(f"{prefix}{name}", value) for name, value in extra.items()]
 
 
 def _check_call(call: Dispatch) -> None:
