@@ -13,9 +13,12 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+import anyio
+import mcp_types as types
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mcp import Client
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from test_deferred_expiry import CALLS, HOUR, PAUSED_AT, SYSTEM, at, gateway
@@ -32,6 +35,7 @@ from veridic import (
     VeridicError,
     execute,
 )
+from veridic.integrations.mcp.server import McpRequest, mcp_server
 from veridic.run.telemetry import instrumented
 from veridic.testing import adversarial_text
 
@@ -300,3 +304,29 @@ def test_a_blocking_resume_of_an_async_tools_call_names_aresume() -> None:
     assert "await gateway.aresume(...)" in str(raised.value)
     assert "arun_tools" not in str(raised.value)
     assert ran == ["get_order 42"]
+
+
+# --- what an MCP client is told ------------------------------------------------------------
+
+
+def test_an_mcp_client_is_told_a_view_factorys_forged_class_name_escaped() -> None:
+    """veridic's MCP server told the client (and its model) the class of a view factory's
+    error raw: a factory that asks a licence server over RPC met an error whose class the
+    remote end named, and its name reached the model whole."""
+    remote = _named(FORGED + "X" * 5000)
+
+    def view(request: McpRequest) -> ToolView:
+        raise remote("the licence server refused")
+
+    server = mcp_server(view, audit=SQLiteAuditSink())
+
+    async def main() -> types.CallToolResult:
+        async with Client(server) as client:
+            return await client.call_tool("fetch_report", {"key": "k"})
+
+    result = anyio.run(main)
+    assert result.is_error
+    (block,) = result.content
+    assert isinstance(block, types.TextContent)
+    _inert(block.text, 500)
+    assert "nothing ran" in block.text

@@ -616,7 +616,8 @@ class ModelGateway:
             # needs an answer run, and it and the calls after it wait.
             waiting = first_waiting(reply, policy) if defer else None
             calls = reply.tool_calls[:waiting]
-            check_none_async(reply.view, calls, state.road)  # none ran: the composer stays as it was
+            # None ran: the composer stays as it was.
+            check_none_async(reply.view, calls, state.road)
             paused_at = None if waiting is None else state.pause_moment()  # so is this
             done: list[ToolOutcome] = []
             try:
