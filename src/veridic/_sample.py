@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from veridic._workflow_commands import inert_line
+
 _LIMIT = 60
+_SHOWN = 256
 
 
 def clip(text: str, limit: int = _LIMIT) -> str:
@@ -53,3 +56,43 @@ def first_few(names: Sequence[str], shown: int = 3) -> str:
     """
     sample = ", ".join(clip(name, 40) for name in names[:shown])
     return sample if len(names) <= shown else f"{sample}, …"
+
+
+def shown(text: str) -> str:
+    """Give ``text`` as it is when it is printable (no control, bidi or invisible
+    character, no surrounding space) and at most 256 characters, else escaped and clipped
+    as :func:`clip` quotes it, to at most 256 characters too.
+
+    For a name or an id that is usually plain (a request id, an error's class): a
+    reader sees it bare, and text from outside (an ``X-Request-Id`` header, a class a
+    task queue's client named by what a remote end sent) still cannot write a line of
+    its own. ``text`` must be an exact ``str``: a subclass's methods would run here.
+
+    >>> shown("req-1"), shown("req-1\x1b[2J")
+    ('req-1', "'req-1\\\\x1b[2J'")
+    """
+    if 0 < len(text) <= _SHOWN and text.isprintable() and text == text.strip():
+        return text
+    limit = _LIMIT
+    sample = clip(text, limit)
+    while len(sample) > _SHOWN:  # an escape takes up to ten characters (\U000e0001)
+        limit //= 2
+        sample = clip(text, limit)
+    return sample
+
+
+def class_named(error: BaseException) -> str:
+    """Give the name of ``error``'s class as veridic writes it in a log line, an audit
+    record or the text the model reads: :func:`shown`, with nothing a CI runner would obey
+    as a workflow command (:func:`~veridic._workflow_commands.inert_line`).
+
+    A class's ``__name__`` is whatever made the class said: a task queue's client or an
+    RPC library names the class of a remote error by what the remote end sent, and it
+    may be a ``str`` subclass whose ``__format__`` or ``__str__`` raises or lies, after
+    the handler ran and before its record is written. ``str.__str__`` copies its
+    characters without running any of its methods.
+
+    >>> class_named(KeyError()), class_named(type("Boom\\n##[error]", (Exception,), {})())
+    ('KeyError', "'Boom\\\\n##⟦U+005B⟧error]'")
+    """
+    return inert_line(shown(str.__str__(type(error).__name__)))

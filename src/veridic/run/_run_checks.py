@@ -116,12 +116,15 @@ def first_waiting(reply: Reply, policy: ApprovalPolicy) -> int | None:
     return None
 
 
-def check_none_async(view: ToolView, calls: Sequence[ToolCall]) -> None:
+def check_none_async(view: ToolView, calls: Sequence[ToolCall], road: str) -> None:
     """Refuse, before any of ``calls`` runs, a blocking run of calls one of which is async.
 
     :func:`veridic.execute` refuses an async tool when its turn comes, after
     the calls before it ran (a write among them); the turn was then never
-    recorded, so the same request sent again ran them a second time.
+    recorded, so the same request sent again ran them a second time. ``road`` is the
+    blocking method that runs them (``run_tools``, ``run``, ``resume``): the message
+    names its async twin, the one that can run what it was given (a paused run is
+    resumed only by ``aresume``).
 
     Raises:
         VeridicError: a call names an exposed tool whose handler is async.
@@ -132,9 +135,9 @@ def check_none_async(view: ToolView, calls: Sequence[ToolCall]) -> None:
             raise VeridicError(
                 f"tool {status.tool.name!r} ({status.tool.origin}) is async, and the reply "
                 f"calls it (call {clip(call.id)}) beside "
-                f"{counted(len(calls) - 1, 'other call')}: none "
-                "of them ran; run the reply with await gateway.arun_tools(...) (a whole run "
-                "with await gateway.arun(...)), or register a blocking handler"
+                f"{counted(len(calls) - 1, 'other call')}: none of them ran; call "
+                f"await gateway.a{road}(...) instead of {road}(...), or register a blocking "
+                "handler"
             )
 
 

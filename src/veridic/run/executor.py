@@ -80,7 +80,7 @@ from pydantic_core import to_jsonable_python
 
 from veridic._counted import counted
 from veridic._exception_groups import leaves as _leaves
-from veridic._sample import clip, quoted
+from veridic._sample import class_named, clip, quoted
 from veridic._words import a_type
 from veridic.errors import (
     AlwaysAllowRefusedError,
@@ -218,7 +218,7 @@ class CallResult:
             message = self._message if self._message is not None else _message(error)
             return untrusted(f"error: {message}", source=source)
         return untrusted(
-            f"error: the tool failed ({type(error).__name__}); the application's log has what "
+            f"error: the tool failed ({class_named(error)}); the application's log has what "
             "went wrong",
             source=source,
         )
@@ -944,9 +944,9 @@ def _message(error: BaseException) -> str:
         leaves = _leaves(error)
         if _told_whole(error):
             return "; ".join(str(leaf) for leaf in leaves)
-        return "; ".join(f"{type(leaf).__name__}: {leaf}" for leaf in leaves)
+        return "; ".join(f"{class_named(leaf)}: {leaf}" for leaf in leaves)
     except Exception as failure:  # the error's own fault, said in its place
-        return f"<its message could not be read: str() raised {type(failure).__name__}>"
+        return f"<its message could not be read: str() raised {class_named(failure)}>"
 
 
 def _own(text: str) -> str:
@@ -1534,7 +1534,7 @@ class _Call:
             # Cancelled or Ctrl-C while the handler ran: it may have done its work.
             outcome, detail = CallOutcome.FAILED, _cut_short(error, ran.message)
         elif error is not None:
-            outcome, detail = CallOutcome.FAILED, f"{type(error).__name__}: {ran.message}"
+            outcome, detail = CallOutcome.FAILED, f"{class_named(error)}: {ran.message}"
         else:
             outcome, detail = CallOutcome.OK, ""
         allowed = [event for event in events if event.allowed]
@@ -1567,12 +1567,13 @@ class _Call:
         whatever it holds: a model's argument quoted in it cannot forge log lines),
         and the traceback is formatted from its frames alone: ``exc_info`` would read
         the exception's message again when the log is written, outside the dispatch,
-        running its ``__str__`` unguarded. The class's name is shown as a span's
-        ``error.type`` is (escaped and clipped unless it is printable text of at most 256
-        characters): a task queue's client or an RPC library names the class of a remote
-        error by what the remote end sent, which could otherwise forge log lines too.
+        running its ``__str__`` unguarded. The class's name is written as everywhere
+        veridic writes it (:func:`~veridic._sample.class_named`: escaped and clipped unless
+        it is printable text of at most 256 characters, with nothing a CI runner would
+        obey): a task queue's client or an RPC library names the class of a remote error
+        by what the remote end sent, which could otherwise forge log lines too.
         """
-        kind = _telemetry._shown(str.__str__(type(error).__name__))
+        kind = class_named(error)
         _log.warning(
             "the handler of tool %r failed (request %r, call id %r), so the model was told "
             "only %s: %s: %r\n%s",
@@ -1643,7 +1644,7 @@ def _cut_short(interrupt: BaseException, message: str) -> str:
     own message, when it has one."""
     said = f" ({message})" if message else ""
     return (
-        f"{type(interrupt).__name__}: the call may have run: it was interrupted while its "
+        f"{class_named(interrupt)}: the call may have run: it was interrupted while its "
         f"handler ran{said}, so check what it did before calling it again"
     )
 
@@ -1657,7 +1658,7 @@ def _interrupted(interrupt: BaseException, result: CallResult) -> CallResult:
     """
     error = VeridicError(
         f"the call of tool {result.record.tool!r} was interrupted "
-        f"({type(interrupt).__name__}) while it ran, so whether it did what it does is "
+        f"({class_named(interrupt)}) while it ran, so whether it did what it does is "
         "unknown: check before calling it again"
     )
     vars(interrupt)[_INTERRUPTED] = replace(result, error=error, _message=str(error))
@@ -1746,14 +1747,14 @@ def _unwritten_under(
         record.request_id,
         call,
         what,
-        type(interrupt).__name__,
-        type(failure).__name__,
+        class_named(interrupt),
+        class_named(failure),
         record,
         exc_info=failure,
     )
     interrupt.add_note(
         f"veridic: the call of tool {record.tool!r} (request {clip(record.request_id)}{call}) "
-        f"{what}, and its audit record could not be written ({type(failure).__name__}): it "
+        f"{what}, and its audit record could not be written ({class_named(failure)}): it "
         "is logged on veridic.executor, with the record"
     )
 

@@ -395,7 +395,7 @@ class ModelGateway:
         does not say the model ended it (``_check_whole``, named by ``where``).
         """
         _check_whole(reply, where)
-        check_none_async(reply.view, calls)
+        check_none_async(reply.view, calls, where.removesuffix("()"))
         outcomes: list[ToolOutcome] = [] if done is None else done
         for call in calls:
             policy, confirm = approving(call)
@@ -616,7 +616,8 @@ class ModelGateway:
             # needs an answer run, and it and the calls after it wait.
             waiting = first_waiting(reply, policy) if defer else None
             calls = reply.tool_calls[:waiting]
-            check_none_async(reply.view, calls)  # none ran: the composer stays as it was
+            # None ran: the composer stays as it was.
+            check_none_async(reply.view, calls, state.road)
             paused_at = None if waiting is None else state.pause_moment()  # so is this
             done: list[ToolOutcome] = []
             try:
@@ -1218,7 +1219,7 @@ def _check_blocking_calls(
         VeridicError: the answers hold, and one of the calls is of an async tool.
     """
     try:
-        check_none_async(reply.view, steps.runnable)
+        check_none_async(reply.view, steps.runnable, "resume")
     except VeridicError as refused:
         if expired is None:
             raise

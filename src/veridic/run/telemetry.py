@@ -103,6 +103,7 @@ import math
 import os
 import re
 import threading
+import traceback
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -112,7 +113,8 @@ from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar, cast
 from urllib.parse import urlsplit
 
 from veridic._extras import require
-from veridic._sample import clip
+from veridic._sample import class_named, clip, shown
+from veridic._workflow_commands import inert_line
 from veridic.errors import GuardDeniedError, VeridicError
 from veridic.providers._base import PARTS, Usage
 from veridic.run.audit import AuditRecord, CallOutcome
@@ -526,7 +528,7 @@ def provider_name(api: str) -> str:
 
 def error_type(error: BaseException) -> str:
     """``error.type``: the class's qualified name (never the message, which may hold secrets),
-    as :func:`_shown` shows text.
+    as :func:`~veridic._sample.shown` shows text.
 
     A class is not always named in code: a task queue's client (Celery's
     ``create_exception_cls``) or an RPC library makes the class of a remote error from the
@@ -544,7 +546,7 @@ def error_type(error: BaseException) -> str:
     kind = type(error)
     module, name = kind.__module__, str.__str__(kind.__qualname__)
     named_alone = type(module) is not str or module == "builtins"
-    return _shown(name if named_alone else f"{module}.{name}")
+    return shown(name if named_alone else f"{module}.{name}")
 
 
 def _tracer_failed(span_name: str, what: str, error: Exception) -> None:
@@ -553,17 +555,31 @@ def _tracer_failed(span_name: str, what: str, error: Exception) -> None:
     A span is observability. Raised, the failure would stand for the call it traced: a
     write that ran and was recorded would look failed to its caller, who may run it
     again; a failing ``on_start`` would stop every call before it ran.
+
+    The message is an exporter's, which may quote what a collector sent back: it is
+    written as :func:`~veridic._sample.shown` writes outside text, with nothing a CI
+    runner would obey, and the traceback is formatted from its frames alone (``exc_info``
+    would print the message again, raw).
     """
     _log.warning(
         "OpenTelemetry failed to %s the span %r (%s: %s); the call went on without it, and "
         "its audit record is the record: fix the tracer provider's span processors or "
-        "exporter",
+        "exporter\n%s",
         what,
         span_name,
-        error_type(error),
-        error,
-        exc_info=error,
+        inert_line(error_type(error)),
+        inert_line(shown(_read(error))),
+        "".join(traceback.format_tb(error.__traceback__)).rstrip("\n"),
     )
+
+
+def _read(error: BaseException) -> str:
+    """``str(error)`` as a plain ``str``, or what stands in for it when its ``__str__``
+    raises: the log line must be written whatever the tracer's error does."""
+    try:
+        return str.__str__(str(error))
+    except Exception as failure:  # the error's own fault, said in its place
+        return f"<its message could not be read: str() raised {class_named(failure)}>"
 
 
 class _Live:
@@ -665,7 +681,7 @@ def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
     an exception's message)."""
     attributes: dict[str, str | bool] = {
         "gen_ai.tool.name": record.tool,
-        "veridic.request_id": _shown(record.request_id),
+        "veridic.request_id": shown(record.request_id),
         "veridic.approval": record.approval.value,
         "veridic.outcome": record.outcome.value,
         "veridic.prompt_sha256": record.prompt_sha256,
@@ -681,18 +697,19 @@ def _record_attributes(record: AuditRecord) -> dict[str, str | bool]:
 
 
 def _request_id(request_id: object) -> dict[str, str]:
-    """``veridic.request_id``, as :func:`_shown` shows it (none when it is not text)."""
-    return {"veridic.request_id": _shown(request_id)} if isinstance(request_id, str) else {}
+    """``veridic.request_id``, as :func:`~veridic._sample.shown` shows it (none when it is
+    not text)."""
+    return {"veridic.request_id": shown(request_id)} if isinstance(request_id, str) else {}
 
 
 def _conversation(request_id: object) -> dict[str, str]:
     """``veridic.request_id``, and the same as ``gen_ai.conversation.id``: the id a paused
     run's spans share with its resume's (a resume goes on under the paused run's request
     id, often in another process), which GenAI trace viewers group a conversation by."""
-    shown = _request_id(request_id)
-    if shown:
-        shown["gen_ai.conversation.id"] = shown["veridic.request_id"]
-    return shown
+    ids = _request_id(request_id)
+    if ids:
+        ids["gen_ai.conversation.id"] = ids["veridic.request_id"]
+    return ids
 
 
 def _registered(name: object, view: object) -> str | None:
@@ -731,28 +748,6 @@ def _tool_names(name: object, view: object) -> dict[str, str]:
         return {"gen_ai.tool.name": _OTHER}
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
     return {"gen_ai.tool.name": _OTHER, "veridic.tool.name_sha256": digest}
-
-
-def _shown(text: str) -> str:
-    """A request id or an error's class as a span may hold it: as it is when printable (no
-    control, bidi or invisible character, no surrounding space) and at most 256
-    characters, else escaped and clipped as an audit record quotes text, to at most 256
-    characters too.
-
-    Applications often take the id from outside (an ``X-Request-Id`` header, a stored
-    paused run), and the audit store keeps any text without NUL as the key.
-
-    >>> _shown("req-1"), _shown("req-1\x1b[2J")
-    ('req-1', "'req-1\\\\x1b[2J'")
-    """
-    if 0 < len(text) <= 256 and text.isprintable() and text == text.strip():
-        return text
-    limit = 60
-    shown = clip(text, limit)
-    while len(shown) > 256:  # an escape takes up to ten characters (\U000e0001)
-        limit //= 2
-        shown = clip(text, limit)
-    return shown
 
 
 def _server(provider: Adapter) -> dict[str, str | int]:

@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from veridic._counted import counted
 from veridic._extras import require
-from veridic._sample import clip, quoted
+from veridic._sample import class_named, clip, quoted
 from veridic.errors import AuditRecordError, AuditWriteError, ToolCouplingError, VeridicError
 from veridic.run._audit_writes import settled
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
@@ -970,7 +970,7 @@ def _message(error: BaseException, tool: str) -> str:
         )
     if isinstance(error, VeridicError):
         return str(error)
-    return f"the call failed ({type(error).__name__}); the server's log has what went wrong"
+    return f"the call failed ({class_named(error)}); the server's log has what went wrong"
 
 
 def _unbuilt(error: Exception) -> str:
@@ -987,7 +987,7 @@ def _unbuilt(error: Exception) -> str:
     if isinstance(error, VeridicError):
         return str(error)
     return (
-        f"the server could not build the tool view for this request ({type(error).__name__}); "
+        f"the server could not build the tool view for this request ({class_named(error)}); "
         "nothing ran: the server's log (veridic.integrations.mcp) has the error"
     )
 
