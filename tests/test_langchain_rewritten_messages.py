@@ -431,17 +431,16 @@ def test_a_block_of_another_data_mode_from_an_older_checkpoint_is_sent_as_one_da
     assert_whole_block(_text(sent), "tool:get_weather", f"Sunny\n{ORDER}")
 
 
-def test_content_parts_are_sent_as_one_block_and_the_status_and_artifact_are_kept(
+def test_content_parts_are_sent_as_parts_and_the_status_and_artifact_are_kept(
     world: World,
 ) -> None:
-    parts: list[str | dict[Any, Any]] = [
-        {"type": "text", "text": ORDER},
-        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
-    ]
+    """Each text part a block, the image the provider's own part (more in
+    test_langchain_parts_and_summaries.py)."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    parts: list[str | dict[Any, Any]] = [{"type": "text", "text": ORDER}, image]
     message = ToolMessage(content=parts, tool_call_id="c", status="error", artifact={"k": 1})
     (sent,) = _injected(world, message)
-    ((label, text),) = unfence(_text(sent))
-    assert (label, ORDER in text) == ("tool:get_weather", True)
+    assert sent.content == [{"type": "text", "text": fence("tool:get_weather", ORDER)}, image]
     assert (sent.status, sent.artifact) == ("error", {"k": 1})
 
 
@@ -534,9 +533,7 @@ def test_a_function_message_chunk_and_content_parts_are_fenced_too(world: World)
     parts: list[str | dict[Any, Any]] = [{"type": "text", "text": ORDER}]
     chunk = FunctionMessageChunk(content=parts, name="get_weather")
     (sent,) = _function_messages_sent(world, chunk)
-    ((label, text),) = unfence(_text(sent))
-    assert label == "tool_result"
-    assert ORDER in text
+    assert sent.content == [{"type": "text", "text": fence("tool_result", ORDER)}]
 
 
 def test_a_function_message_holding_a_block_veridic_wrote_is_fenced_once(world: World) -> None:

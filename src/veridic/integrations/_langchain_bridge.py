@@ -25,7 +25,16 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence, Set
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+    Set,
+)
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Final, NotRequired, TypeVar
@@ -57,6 +66,7 @@ from langchain_core.messages import (
     BaseMessage,
     ChatMessage,
     FunctionMessage,
+    HumanMessage,
     SystemMessage,
     ToolCall,
     ToolMessage,
@@ -689,7 +699,9 @@ def _output_answers(request: ModelRequest[Any]) -> tuple[ModelRequest[Any], set[
     return request.override(response_format=changed), kept
 
 
-def _fenced_answers(response: ModelResponse[Any], kept: Set[str]) -> ModelResponse[Any]:
+def _fenced_answers(
+    response: ModelResponse[Any], kept: Set[str], written: _Written
+) -> ModelResponse[Any]:
     """The model call's response, each tool message of its structured output fenced unless
     it is one of the ``kept`` texts (code's).
 
@@ -700,21 +712,22 @@ def _fenced_answers(response: ModelResponse[Any], kept: Set[str]) -> ModelRespon
     types), or what a ``handle_errors`` function returned. Each quotes the model's output or
     text only known then, and reached the model, as a tool result, unfenced; each now
     reaches it as a data block labelled ``structured_output:<tool>``, which the prompt's
-    preamble explains, whatever LangChain's words are.
+    preamble explains, whatever LangChain's words are. Each block is remembered in
+    ``written``, so each later model call knows it by its digest.
     """
     fenced = [
-        _fenced_answer(message, kept) if isinstance(message, ToolMessage) else message
+        _fenced_answer(message, kept, written) if isinstance(message, ToolMessage) else message
         for message in response.result
     ]
     return replace(response, result=fenced)
 
 
-def _fenced_answer(message: ToolMessage, kept: Set[str]) -> ToolMessage:
+def _fenced_answer(message: ToolMessage, kept: Set[str], written: _Written) -> ToolMessage:
     content = message.content
     if isinstance(content, str) and content in kept:
         return message
-    text = content if isinstance(content, str) else json.dumps(content, default=str)
-    block = fence(_output_label(message.name), text)
+    label = _output_label(message.name)
+    block = _fenced_content(label, content, _call_of(message), written)
     return message.model_copy(update={"content": block})
 
 
@@ -755,9 +768,143 @@ def _fenced_unparsed(request: ModelRequest[Any]) -> ModelRequest[Any]:
 
 
 def _fenced_note(message: ToolMessage) -> ToolMessage:
-    content = message.content
-    text = content if isinstance(content, str) else json.dumps(content, default=str)
-    return message.model_copy(update={"content": fence("unparsed_tool_call", text)})
+    block = _fenced_content("unparsed_tool_call", message.content, _call_of(message))
+    return message.model_copy(update={"content": block})
+
+
+_Content = str | list[str | dict[Any, Any]]
+"""A LangChain message's content: a text, or a list of content parts."""
+_IMAGE_KEYS: Final[Mapping[str, frozenset[str]]] = {
+    "image_url": frozenset({"type", "id", "image_url"}),
+    "image": frozenset(
+        {"type", "id", "base64", "url", "file_id", "mime_type", "source_type", "data", "source"}
+    ),
+}
+"""The keys of an image part veridic sends as it is: OpenAI's ``image_url``, LangChain's
+standard ``image`` (v1, and v0's ``source_type``), Anthropic's ``image`` with its ``source``.
+Each value is an address, base64 data, an id or a media type: nothing a model reads as text."""
+_IMAGE_URL_KEYS: Final = frozenset({"url", "detail"})
+_IMAGE_SOURCE_KEYS: Final = frozenset({"type", "media_type", "data", "url", "file_id"})
+_IMAGE_SOURCE_TYPES: Final = frozenset({"base64", "url", "file"})
+
+
+def _fenced_content(
+    label: str,
+    content: _Content,
+    where: str,
+    written: _Written | None = None,
+    *,
+    edited_in_place: bool = False,
+) -> _Content:
+    """``content`` with each of its texts a data block under ``label``; images as they are.
+
+    A text is one block. A list of content parts (a tool message with an image, a middleware's
+    or a stored thread's) stays a list: each text part becomes a text part holding the block of
+    its text, in its place, and an image part is sent as the provider's own part, outside the
+    blocks (:func:`_plain_image`). The list was once sent as its JSON, in one block: the model
+    read a part's words quoted in JSON and an image as base64 characters. ``edited_in_place``:
+    a text that is a whole block a middleware edited inside (a redaction) is fenced as the text
+    it now holds, not twice. ``written`` remembers each block made.
+
+    Raises:
+        VeridicError: a part is neither text nor a plain image (audio, a document, an image
+            with a caption or other keys): nothing of it could be fenced, and the model is not
+            called; ``where`` names the message.
+    """
+
+    def block(text: str) -> str:
+        found = _whole_block(text) if edited_in_place else None
+        fenced = fence(label, text if found is None else found.text)
+        return fenced if written is None else written.add(fenced)
+
+    if isinstance(content, str):
+        return block(content)
+    parts: list[str | dict[Any, Any]] = []
+    for index, part in enumerate(content):
+        text = _part_text(part)
+        if text is not None:
+            parts.append({"type": "text", "text": block(text)})
+        elif _plain_image(part):
+            parts.append(part)
+        else:
+            raise _unfenceable_part(part, index, where)
+    return parts
+
+
+def _part_text(part: object) -> str | None:
+    """The text of a text part (a ``str``, or ``{"type": "text", "text": ...}``), or ``None``."""
+    if isinstance(part, str):
+        return part
+    if isinstance(part, Mapping) and part.get("type") == "text":
+        text = part.get("text")
+        return text if isinstance(text, str) else None
+    return None
+
+
+def _plain_image(part: object) -> bool:
+    """Whether ``part`` is an image part of a known shape holding no text (:data:`_IMAGE_KEYS`)."""
+    if not isinstance(part, Mapping):
+        return False
+    kind = part.get("type")
+    keys = _IMAGE_KEYS.get(kind) if isinstance(kind, str) else None
+    if keys is None or not set(part) <= keys:
+        return False
+    for key, value in part.items():
+        if key == "image_url" and isinstance(value, Mapping):
+            if not (set(value) <= _IMAGE_URL_KEYS and _all_text(value.values())):
+                return False
+        elif key == "source" and isinstance(value, Mapping):
+            if not (
+                set(value) <= _IMAGE_SOURCE_KEYS
+                and value.get("type") in _IMAGE_SOURCE_TYPES
+                and _all_text(value.values())
+            ):
+                return False
+        elif not isinstance(value, str):
+            return False
+    return True
+
+
+def _all_text(values: Iterable[object]) -> bool:
+    return all(isinstance(value, str) for value in values)
+
+
+def _unfenceable_part(part: object, index: int, where: str) -> VeridicError:
+    """The refusal of a content part that is neither text nor a plain image."""
+    kind = part.get("type") if isinstance(part, Mapping) else None
+    shown = (
+        f"of type {quoted(kind)} with the keys {first_few(sorted(map(str, part)))}"
+        if isinstance(part, Mapping)
+        else f"of Python type {type(part).__name__}"
+    )
+    return VeridicError(
+        f"{where} holds a content part (part {index}, {shown}) that veridic can neither fence "
+        "as data nor send as an image: a part other than text may carry words the model reads "
+        "beside the data blocks; the model was not called: answer with text, or with images "
+        "as image parts holding only a url, base64 data, a file id and a media type "
+        "(image_url, or image)"
+    )
+
+
+def _call_of(message: ToolMessage | FunctionMessage, tool: str | None = None) -> str:
+    """The message as an error names it: the call it answers and its tool."""
+    if isinstance(message, FunctionMessage):
+        return f"the function message of {quoted(message.name)}"
+    named = tool if tool is not None else message.name
+    return f"the tool message of the call {quoted(message.tool_call_id)} of {quoted(named)}"
+
+
+_SUMMARY_LABEL: Final = "conversation_summary"
+"""The data label of ``SummarizationMiddleware``'s summary, as the model gets it."""
+
+
+def _is_summary(message: BaseMessage) -> bool:
+    """Whether ``message`` is ``SummarizationMiddleware``'s summary: LangChain marks the user
+    message it writes with ``additional_kwargs={"lc_source": "summarization"}``."""
+    return (
+        isinstance(message, HumanMessage)
+        and message.additional_kwargs.get("lc_source") == "summarization"
+    )
 
 
 _Answer = TypeVar("_Answer", ToolMessage, FunctionMessage)
@@ -787,6 +934,12 @@ def _fenced_tool_messages(
     twice. The thread keeps the message as the middleware wrote it; the audit record holds
     what the tool returned.
 
+    ``SummarizationMiddleware`` replaces the old messages, tool results among them, with a
+    user message a model wrote from them (:func:`_is_summary`): outside text in a model's
+    words, which reached the model as the user's own. It is sent as a data block labelled
+    ``conversation_summary``, LangChain's words before the summary with it; the thread keeps
+    it as written.
+
     A ``FunctionMessage`` (the legacy role ``function``, which a provider sends as a
     function's answer) is never veridic's: its tools answer with tool messages. It is fenced
     in the same way, always, under ``tool_result``: its ``name`` is the message's own word,
@@ -811,6 +964,10 @@ def _fenced_tool_messages(
                 changed = True
         elif isinstance(message, FunctionMessage):  # a FunctionMessageChunk too
             message = _fenced_foreign(message, None, binding)
+            changed = True
+        elif _is_summary(message):
+            summary = _fenced_content(_SUMMARY_LABEL, message.content, "the conversation summary")
+            message = message.model_copy(update={"content": summary})
             changed = True
         messages.append(message)
     return request.override(messages=messages) if changed else request
@@ -872,6 +1029,8 @@ def _is_own_answer(content: str, labels: Set[str], tool: str | None, written: _W
     notice = _edit_notice(tool)
     if not content.startswith(notice):
         return False
+    if written.holds(content):
+        return True  # a note this binding wrote (:func:`_noted_edit`), remembered whole
     ran, _, answer = content[len(notice) :].partition(_EDIT_GAP)
     return _is_own_block(ran, {f"tool_call:{tool}"}, "datamark") and _is_own_block(
         answer, labels, "datamark", written
@@ -882,9 +1041,6 @@ def _fenced_foreign(message: _Answer, tool: str | None, binding: Binding) -> _An
     """``message`` as a data block of its call's tool, and a warning (once) that says so."""
     content = message.content
     text = content if isinstance(content, str) else json.dumps(content, default=str)
-    found = _whole_block(text)
-    if found is not None:
-        text = found.text  # a block edited in place: the text it holds now, fenced once
     label = f"tool:{tool}" if tool in binding.tools else "tool_result"
     if isinstance(message, ToolMessage):
         said, call = "tool message of the call", message.tool_call_id
@@ -905,7 +1061,10 @@ def _fenced_foreign(message: _Answer, tool: str | None, binding: Binding) -> _An
             clip(binding.request_id),
             label,
         )
-    return message.model_copy(update={"content": fence(label, text)})
+    # A block edited in place is fenced as the text it holds now, once.
+    where = _call_of(message, tool) + f" in a model call of request {clip(binding.request_id)}"
+    fenced = _fenced_content(label, content, where, edited_in_place=True)
+    return message.model_copy(update={"content": fenced})
 
 
 _MODEL_CALLS: Final = frozenset({"_execute_model_sync", "_execute_model_async"})
@@ -1259,11 +1418,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         with _not_retried():
             _check_innermost(handler, self._binding.request_id)
             self._binding.check_model_request(request)
-        asked, kept = _output_answers(_fenced_unparsed(request))
-        asked = _fenced_tool_messages(asked, self._binding, kept)
+            asked, kept = _output_answers(_fenced_unparsed(request))
+            asked = _fenced_tool_messages(asked, self._binding, kept)
         response = handler(asked)
         self._binding.code_answers.update(kept)
-        return _fenced_answers(response, kept)
+        return _fenced_answers(response, kept, self._binding.written)
 
     async def awrap_model_call(
         self,
@@ -1273,11 +1432,11 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         with _not_retried():
             _check_innermost(handler, self._binding.request_id)
             self._binding.check_model_request(request)
-        asked, kept = _output_answers(_fenced_unparsed(request))
-        asked = _fenced_tool_messages(asked, self._binding, kept)
+            asked, kept = _output_answers(_fenced_unparsed(request))
+            asked = _fenced_tool_messages(asked, self._binding, kept)
         response = await handler(asked)
         self._binding.code_answers.update(kept)
-        return _fenced_answers(response, kept)
+        return _fenced_answers(response, kept, self._binding.written)
 
     # --- calls that never reached a tool: recorded when the next model call starts or the run ends
 
@@ -1393,7 +1552,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
         )
         gated_ids = {c["id"] for c in gated}
         messages = [
-            _fenced_rejection(m)
+            _fenced_rejection(m, self._binding.written)
             if isinstance(m, ToolMessage) and m.tool_call_id in gated_ids
             else m
             for m in messages
@@ -1405,7 +1564,7 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
             edit = edits.get(call["id"] or "")
             if edit is not None and edit.get("name") != call["name"] and call["id"]:
                 del edits[call["id"]]
-                messages.append(_switched_message(call, edit.get("name")))
+                messages.append(_switched_message(call, edit.get("name"), self._binding.written))
                 answered.add(call["id"])
                 refused.append(call)
         approved = {
@@ -1448,22 +1607,21 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     ) -> ToolMessage | Command[Any]:
         self._binding.awaiting.answered(request.tool_call["id"])
         if self._unknown(request):
-            return _refusal_message(
-                request, self._binding.refuse(*_name_args(request), call_id=request.tool_call["id"])
-            )
+            refused = self._binding.refuse(*_name_args(request), call_id=request.tool_call["id"])
+            return _refusal_message(request, refused, self._binding.written)
         ran: list[bool] = []
 
         def run(to_run: ToolCallRequest) -> ToolMessage | Command[Any]:
             ran.append(True)
             grant = self._grant(request, to_run)
             if isinstance(grant, CallResult):
-                return _refusal_message(request, grant)
+                return _refusal_message(request, grant, self._binding.written)
             with _granted(grant):
-                return _noted_edit(handler(to_run), request, to_run)
+                return _noted_edit(handler(to_run), request, to_run, self._binding.written)
 
         result = super().wrap_tool_call(request, run)
         if not ran and self._rejected_per_call(request):
-            result = _fenced_rejection(result)
+            result = _fenced_rejection(result, self._binding.written)
             self._binding.refuse(*_name_args(request), call_id=request.tool_call["id"])
         return result
 
@@ -1474,23 +1632,24 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
     ) -> ToolMessage | Command[Any]:
         self._binding.awaiting.answered(request.tool_call["id"])
         if self._unknown(request):
-            return _refusal_message(
-                request,
-                await self._binding.arefuse(*_name_args(request), call_id=request.tool_call["id"]),
+            refused = await self._binding.arefuse(
+                *_name_args(request), call_id=request.tool_call["id"]
             )
+            return _refusal_message(request, refused, self._binding.written)
         ran: list[bool] = []
 
         async def run(to_run: ToolCallRequest) -> ToolMessage | Command[Any]:
             ran.append(True)
             grant = self._grant(request, to_run)
             if isinstance(grant, CallResult):
-                return _refusal_message(request, grant)
+                return _refusal_message(request, grant, self._binding.written)
             with _granted(grant):
-                return _noted_edit(await handler(to_run), request, to_run)
+                edited = await handler(to_run)
+                return _noted_edit(edited, request, to_run, self._binding.written)
 
         result = await super().awrap_tool_call(request, run)
         if not ran and self._rejected_per_call(request):
-            result = _fenced_rejection(result)
+            result = _fenced_rejection(result, self._binding.written)
             await self._binding.arefuse(*_name_args(request), call_id=request.tool_call["id"])
         return result
 
@@ -1566,21 +1725,25 @@ class ApprovalMiddleware(HumanInTheLoopMiddleware):
 
 
 def _noted_edit(
-    result: ToolMessage | Command[Any], request: ToolCallRequest, ran: ToolCallRequest
+    result: ToolMessage | Command[Any],
+    request: ToolCallRequest,
+    ran: ToolCallRequest,
+    written: _Written,
 ) -> ToolMessage | Command[Any]:
     """The tool message of a call the reviewer edited, telling the model what ran instead.
 
     The model must learn that its call was replaced, or it makes it again; and the
     arguments that ran are the model's own where the reviewer kept them (outside text),
     so they reach the model only as a data block, never beside it as LangChain's notice
-    printed them.
+    printed them. The note is remembered in ``written`` whole, so each later model call knows
+    it as veridic's by its digest (:func:`_is_own_answer`).
     """
     call = ran.tool_call
     if call["args"] == request.tool_call["args"] or not isinstance(result, ToolMessage):
         return result
     shown = json.dumps(call["args"], ensure_ascii=False, sort_keys=True, default=repr)
     block = fence(f"tool_call:{call['name']}", shown)
-    content = f"{_edit_notice(call['name'])}{block}{_EDIT_GAP}{result.content}"
+    content = written.add(f"{_edit_notice(call['name'])}{block}{_EDIT_GAP}{result.content}")
     return result.model_copy(update={"content": content})
 
 
@@ -1599,12 +1762,13 @@ def _edit_notice(name: str) -> str:
     )
 
 
-def _fenced_rejection(result: _T) -> _T:
+def _fenced_rejection(result: _T, written: _Written) -> _T:
     """LangChain's answer to a call the reviewer rejected, as a data block of the tool.
 
     LangChain writes it (``User rejected the tool call ...``, or the reviewer's message,
     which may quote anything) in the tool's place; it reaches the model as the tool's data
-    block, as every tool message of the view's tools does.
+    block, as every tool message of the view's tools does. The block is remembered in
+    ``written``, so each later model call knows it by its digest, without rendering it again.
     """
     if not isinstance(result, ToolMessage):
         return result
@@ -1612,13 +1776,15 @@ def _fenced_rejection(result: _T) -> _T:
     content = result.content
     if isinstance(content, str) and _is_own_block(content, {label}, "datamark"):
         return result  # fenced already (the hook ran again from a checkpoint)
-    text = content if isinstance(content, str) else json.dumps(content, default=str)
-    fenced: _T = result.model_copy(update={"content": fence(label, text)})
+    fenced: _T = result.model_copy(
+        update={"content": _fenced_content(label, content, _call_of(result), written)}
+    )
     return fenced
 
 
-def _switched_message(call: ToolCall, named: object) -> ToolMessage:
-    """What the model reads when the reviewer's edit of ``call`` named another tool."""
+def _switched_message(call: ToolCall, named: object, written: _Written) -> ToolMessage:
+    """What the model reads when the reviewer's edit of ``call`` named another tool (its block
+    remembered in ``written``)."""
     _log.warning(
         "a reviewer's edit turned the call %s of %s into one of %s; an edit may change the "
         "arguments, not the tool, so the call is refused",
@@ -1632,7 +1798,7 @@ def _switched_message(call: ToolCall, named: object) -> ToolMessage:
         "the user, and call a tool again only if they ask"
     )
     return ToolMessage(
-        content=fence(f"tool:{call['name']}", text),
+        content=written.add(fence(f"tool:{call['name']}", text)),
         name=call["name"],
         tool_call_id=call["id"] or "",
         status="error",
@@ -1695,12 +1861,15 @@ def _given(arguments: object) -> Mapping[str, object] | str | None:
     return None
 
 
-def _refusal_message(request: ToolCallRequest, result: CallResult) -> ToolMessage:
-    """The tool message for a call veridic refused before any tool ran."""
+def _refusal_message(
+    request: ToolCallRequest, result: CallResult, written: _Written
+) -> ToolMessage:
+    """The tool message for a call veridic refused before any tool ran (its block remembered
+    in ``written``)."""
     name = request.tool_call["name"]
     label = f"tool:{name}" if result.record.tool == name and result.record.kind else "tool_result"
     return ToolMessage(
-        content=fence(label, result.told),
+        content=written.add(fence(label, result.told)),
         name=name if isinstance(name, str) else None,
         tool_call_id=request.tool_call["id"] or "",
         status="error",

@@ -8,6 +8,7 @@ extra to install when it is not). Nothing else imports it.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import hashlib
 import json
@@ -135,6 +136,12 @@ class VeridicToolset(AbstractToolset[object]):
         self._known: dict[str | None, frozenset[str]] = {}
         """The trusted texts the capability recognised in each run under way, by run id (the
         stripped copies pydantic-ai sends of trusted instructions), for :meth:`check_sent`."""
+        self._described: dict[str | None, frozenset[str]] = {}
+        """The output descriptions the capability's hook checked in each run under way, by run
+        id, for :meth:`check_sent`."""
+        self._agents: dict[str | None, object] = {}
+        """The agent of each run under way, by run id: what declares its outputs, for
+        :meth:`check_sent`'s check of a description its hook did not see."""
 
     def __repr__(self) -> str:
         return f"<VeridicToolset of {self.view!r}, request {clip(self.request_id)}>"
@@ -438,7 +445,7 @@ class VeridicToolset(AbstractToolset[object]):
         """
         self._recorded.pop(run_id, None)
 
-    def begin(self, run_id: str | None, request_id: str) -> None:
+    def begin(self, run_id: str | None, request_id: str, agent: object) -> None:
         """Start the table of what the toolset answers in the run ``run_id``.
 
         Raises:
@@ -455,16 +462,33 @@ class VeridicToolset(AbstractToolset[object]):
                 "run its own) or give each run that may overlap another its own run_id"
             )
         self._told[run_id] = {}
+        self._agents[run_id] = agent
 
     def forget(self, run_id: str | None) -> None:
         """Drop what the toolset answered and recorded in the run ``run_id``, which has ended."""
         self._told.pop(run_id, None)
         self._recorded.pop(run_id, None)
         self._known.pop(run_id, None)
+        self._described.pop(run_id, None)
+        self._agents.pop(run_id, None)
 
-    def checked(self, run_id: str | None, known: set[str]) -> None:
-        """Note the trusted texts the capability recognised in the request it has just checked."""
+    def checked(self, run_id: str | None, known: set[str], described: set[str]) -> None:
+        """Note the trusted texts the capability recognised, and the output descriptions it
+        checked, in the request it has just checked."""
         self._known[run_id] = frozenset(known)
+        self._described[run_id] = frozenset(described)
+
+    def _run_here(self) -> tuple[bool, str | None]:
+        """Whether this code runs inside a run of this toolset's capability, and its run id.
+
+        :meth:`VeridicCapability.wrap_run` notes the run in a context variable for the time
+        the run runs: the model wrapper is given no run context, and a capability serves many
+        runs at once.
+        """
+        current = _RUN.get()
+        if current is None or current[0] is not self:
+            return False, None
+        return True, current[1]
 
     def check_sent(
         self, messages: Sequence[ModelMessage], parameters: ModelRequestParameters
@@ -472,25 +496,33 @@ class VeridicToolset(AbstractToolset[object]):
         """Refuse a request, as it leaves for the model, whose instructions are not trusted text.
 
         The capability checks each request in its ``prepare_model_request`` hook, but a model
-        wrapper outside this one can still change it. The model wrapper has no run context, so
-        it checks what needs none: each instruction part and each system part (or instruction
-        change) of the messages must be trusted text, or text the capability recognised as
-        trusted in a run under way. What needs the run (whether a tool result is the one the
-        toolset answered, a user part beside it, an output's description) is checked by the
-        hook only: pydantic-ai changes the messages between the hook and the model (it merges
-        a resumed run's trailing requests), so the request as sent cannot be compared with
-        the one checked.
+        wrapper outside this one can still change it. The model wrapper has no run context;
+        it learns its run from :meth:`VeridicCapability.wrap_run` (:meth:`_run_here`). Each
+        instruction part and each system part (or instruction change) of the messages must
+        be trusted text, or text the capability recognised as trusted in this run: not in
+        another run under way (two runs of one capability at once, each with its own agent),
+        and in none outside a run. Each output description must be trusted text, one the hook
+        checked in this run, or pass the hook's check again with this run's agent
+        (:func:`_check_output_descriptions`). What the hook alone checks (whether a tool
+        result is the one the toolset answered, a user part beside it) needs the request as
+        the hook saw it: pydantic-ai changes the messages between the hook and the model (it
+        merges a resumed run's trailing requests), so the request as sent cannot be compared
+        with the one checked.
 
         Raises:
-            ProvenanceError: an instruction part or a system part of the messages, as sent, is
-                not trusted text.
+            ProvenanceError: an instruction part or a system part of the messages, or an
+                output description, as sent, is not trusted text.
         """
         where = f"request {clip(self.request_id)} as sent to the model"
-        known: set[str] = set().union(*self._known.values())
+        in_run, run_id = self._run_here()
+        known = set(self._known.get(run_id, ())) if in_run else set()
         parts = parameters.instruction_parts or ()
         blocks = {str(part.id) for part in parts if part.id is not None}
         _check_system_parts(messages, known, blocks, where)
         _check_instruction_parts(parts, known, where)
+        described = self._described.get(run_id, frozenset()) if in_run else frozenset()
+        if not _output_texts(parameters) <= described:
+            _check_output_descriptions(parameters, self._agents.get(run_id), where)
 
     async def _record_not_run(
         self, messages: Sequence[ModelMessage], call: ToolCallPart, context: object
@@ -551,6 +583,14 @@ class VeridicToolset(AbstractToolset[object]):
         return await self._refused(messages, call)
 
 
+_RUN: Final = contextvars.ContextVar[tuple[VeridicToolset, str | None] | None](
+    "veridic_pydantic_ai_run", default=None
+)
+"""The toolset and the run id of the veridic run this code runs in (set by
+:meth:`VeridicCapability.wrap_run` for the time the run runs), for the model wrapper, which
+pydantic-ai gives no run context."""
+
+
 @dataclass(kw_only=True, repr=False)
 class VeridicCapability(AbstractCapability[object]):
     """veridic inside a pydantic-ai agent: the view's toolset, its instructions, its records.
@@ -561,16 +601,18 @@ class VeridicCapability(AbstractCapability[object]):
     It is never loaded late. pydantic-ai runs none of a deferred capability's hooks
     (``wrap_run`` included) until the model calls ``load_capability``, so the requests
     before that would carry none of the view's tools, instructions or checks. Built with
-    ``defer_loading=True`` it is refused at once (:class:`~veridic.VeridicError`); deferred
-    later, or held by a deferred group or wrapper, or beside a deferred capability, its toolset
-    refuses the run before the first request
+    ``defer_loading=True``, or given it later (``capability.defer_loading = True``), it is
+    refused at once (:class:`~veridic.VeridicError`); deferred behind the assignment's back
+    (``object.__setattr__``), or held by a deferred group or wrapper, or beside a deferred
+    capability, its toolset refuses the run before the first request
     (:meth:`VeridicToolset.get_tools`, the one hook pydantic-ai runs for a capability not
     loaded yet). A subclass of ``CombinedCapability`` around it needs no refusal:
     pydantic-ai merges the group's children into the agent's and calls each child's hooks
     itself, so the group's own hooks never run.
 
     Raises:
-        VeridicError: ``defer_loading=True`` (``replace(capability, defer_loading=True)``).
+        VeridicError: ``defer_loading=True`` (``replace(capability, defer_loading=True)``, or
+            ``capability.defer_loading = True``).
     """
 
     view: ToolView
@@ -588,6 +630,16 @@ class VeridicCapability(AbstractCapability[object]):
         self.toolset = VeridicToolset(
             self.view, self.policy, self.audit, self.request_id, self.max_retries, self.data_mode
         )
+
+    def __setattr__(self, name: str, value: object) -> None:
+        """Refuse ``defer_loading = True`` where it is assigned, not at the run it would spoil.
+
+        One comparison per attribute set (the capability sets its fields once); while the
+        capability is being built, :meth:`__post_init__` refuses it with its request id.
+        """
+        if name == "defer_loading" and value is True and "toolset" in self.__dict__:
+            raise _deferred(self.request_id, "itself (defer_loading=True)")
+        super().__setattr__(name, value)
 
     def __repr__(self) -> str:
         return f"<VeridicCapability of {self.view!r}, request {clip(self.request_id)}>"
@@ -704,9 +756,9 @@ class VeridicCapability(AbstractCapability[object]):
         _check_output_template(
             parameters.prompted_output_template, request_context.model, self.request_id
         )
-        _check_output_descriptions(parameters, ctx.agent, self.request_id)
+        _check_output_descriptions(parameters, ctx.agent, where)
         _check_tools(parameters, self.view, self.request_id)
-        self.toolset.checked(ctx.run_id, known)
+        self.toolset.checked(ctx.run_id, known, _output_texts(parameters))
         return request_context
 
     async def before_output_process(
@@ -794,10 +846,12 @@ class VeridicCapability(AbstractCapability[object]):
                 its ordering (:func:`_check_ordered`); nothing of this run ran.
         """
         _check_ordered(self, ctx.root_capability, self.request_id)
-        self.toolset.begin(ctx.run_id, self.request_id)
+        self.toolset.begin(ctx.run_id, self.request_id, ctx.agent)
+        noted = _RUN.set((self.toolset, ctx.run_id))
         try:
             return await handler()
         finally:
+            _RUN.reset(noted)
             self.toolset.forget(ctx.run_id)
 
 
@@ -1238,7 +1292,7 @@ _DEFAULT_OUTPUT_DESCRIPTION: Final = "The final response which ends this convers
 
 
 def _check_output_descriptions(
-    parameters: ModelRequestParameters, agent: object, request_id: str
+    parameters: ModelRequestParameters, agent: object, where_checked: str
 ) -> None:
     """Refuse an output's description that is not code text: the model reads it as instructions.
 
@@ -1289,7 +1343,7 @@ def _check_output_descriptions(
             continue
         report(
             text,
-            f"the output description of the {where} of request {clip(request_id)} (pydantic-ai "
+            f"the output description of the {where} of {where_checked} (pydantic-ai "
             "sends it as instructions beside the capability section; a description given as "
             "a value, ToolOutput/NativeOutput/PromptedOutput(description=...) or "
             "StructuredDict(description=...), must be code text: give it as "
@@ -1297,6 +1351,14 @@ def _check_output_descriptions(
             "text given with a type that has a docstring is sent joined to it, a plain str: "
             "declare that output on the Agent, output_type=..., where veridic reads it)",
         )
+
+
+def _output_texts(parameters: ModelRequestParameters) -> set[str]:
+    """The output descriptions of a request (its output tools', its output object's)."""
+    texts = [tool.description for tool in parameters.output_tools]
+    if parameters.output_object is not None:
+        texts.append(parameters.output_object.description)
+    return {text for text in texts if text}
 
 
 def _is_default(text: str, tool: str, schema: Mapping[str, object]) -> bool:
