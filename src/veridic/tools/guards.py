@@ -708,6 +708,11 @@ def _outside_veridic() -> str:
     return f"{_display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
 
 
+def _veridic_frame(frame: FrameType) -> bool:
+    """Whether ``frame`` is veridic's own code (a view's dispatch, which judged its call)."""
+    return frame.f_code.co_filename.startswith(_PACKAGE)
+
+
 def _entering_frames(frame: FrameType | None) -> tuple[FrameType, ...]:
     """The application's frames that enter a scope from ``frame`` outwards: the innermost
     (:func:`_application_frame`), and while it is a generator's (an application's
