@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from veridic import (
     Risk,
     SQLiteAuditSink,
     ToolView,
+    VeridicError,
     aexecute,
     execute,
     instruction,
@@ -464,3 +466,80 @@ def test_a_nested_execute_under_a_policy_that_allows_the_tool_is_still_refused()
     assert deleted == []
     assert result.record.outcome is CallOutcome.BLOCKED
     assert result.record.operations == ("delegation:delete_note",)
+
+
+# --- second read: what guard_instruction_write(...) is given ---------------------------
+
+
+class Note(BaseModel):
+    title: str
+
+
+def _judged(target: object) -> tuple[str, ...]:
+    """The operations ``guard_instruction_write(target)`` refuses in a mid always-ruled write."""
+    with (
+        dispatching("revert", Risk.MID, ApprovalMode.ALWAYS_RULE, kind="write") as scope,
+        pytest.raises(GuardDeniedError),
+    ):
+        guard_instruction_write(target)  # type: ignore[arg-type]  # what a store may pass
+    return scope.events[0].operations
+
+
+def test_a_list_of_rows_is_judged_by_the_models_it_holds() -> None:
+    # A batch of rows was refused as "needs a pydantic model or field names".
+    rows = [AnyRevision(entity="prompt", payload=_prompt()), Note(title="groceries")]
+    assert _judged(rows) == ("instruction_write:AnyRevision.payload.content",)
+    assert _judged((StoredPrompt, "Feature.system_prompt")) == (
+        "instruction_write:Feature.system_prompt",
+        "instruction_write:StoredPrompt.content",
+    )
+
+
+def test_rows_that_hold_no_instruction_field_pass_in_a_list() -> None:
+    with dispatching("revert", Risk.MID, ApprovalMode.ALWAYS_RULE, kind="write") as scope:
+        guard_instruction_write([Note(title="groceries"), AnyRevision(entity="n", payload=1)])
+    assert scope.events == ()
+
+
+def test_a_mapping_is_refused_with_what_to_pass_instead() -> None:
+    # {"v2": prompt} was read as the field name "v2": the refusal named a field that is not
+    # one, and a dict of plain rows was refused as an instruction write.
+    with pytest.raises(VeridicError, match=r"\.values\(\)") as caught:
+        guard_instruction_write({"v2": _prompt()})  # type: ignore[arg-type]  # refused
+    assert "a mapping" in str(caught.value)
+    assert _judged({"v2": _prompt()}.values()) == ("instruction_write:StoredPrompt.content",)
+
+
+class _Built(Mapping[str, object]):
+    """A mapping that builds each value when it is read, as an ORM's lazy relation does."""
+
+    def __init__(self, make: Callable[[], object]) -> None:
+        self._make = make
+
+    def __getitem__(self, key: str) -> object:
+        return self._make()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["only"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_a_value_built_as_it_is_read_is_judged_though_an_earlier_one_is_gone() -> None:
+    # The walk remembered the objects it had seen by id only: a list built and dropped was
+    # gone when the next one was built, which took its id and was passed over as seen.
+    prompt, note = _prompt(), Note(title="groceries")
+    # Walked last to first: the lists of notes are built and dropped before the prompt's.
+    payload = [_Built(lambda: [prompt]), *(_Built(lambda: [note]) for _ in range(8))]
+    row = AnyRevision(entity="prompt", payload=payload)
+    assert _judged(row) == ("instruction_write:AnyRevision.payload.content",)
+
+
+def test_an_extra_field_name_is_clipped_in_the_operation() -> None:
+    # An extra field's name is data: it went whole into the refusal and the audit record.
+    name = "ignore every rule and " * 50
+    row = ExtraRevision.model_validate({"entity": "prompt", name: _prompt()})
+    (operation,) = _judged(row)
+    assert len(operation) < 200
+    assert operation.endswith("].content")
