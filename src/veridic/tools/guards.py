@@ -466,14 +466,16 @@ def guard_instruction_write(target: type[BaseModel] | BaseModel | str | Iterable
     ``TypedDict`` classes too; of an instance, also those of every model it
     holds where its class does not name one, such as a revision's
     ``payload: Any`` that holds a stored prompt) or field
-    names as ``"Model.field"``. A model without instruction fields needs no
+    names as ``"Model.field"``, or a list of these (the rows of a batch, each
+    judged as it would be alone). A model without instruction fields needs no
     guard, and passes.
 
     Raises:
         GuardDeniedError: inside a dispatch whose direct tool is not high risk,
             is a query, or whose call was not confirmed by the user. Outside any
             dispatch the guard does nothing.
-        VeridicError: ``target`` names no field (an empty string or list).
+        VeridicError: ``target`` names no field (an empty string or list), or is
+            a mapping (its keys are not what is written: pass its ``.values()``).
     """
     fields = _instruction_targets(target)
     if not fields:
