@@ -505,7 +505,7 @@ def test_a_mapping_is_refused_with_what_to_pass_instead() -> None:
     # {"v2": prompt} was read as the field name "v2": the refusal named a field that is not
     # one, and a dict of plain rows was refused as an instruction write.
     with pytest.raises(VeridicError, match=r"\.values\(\)") as caught:
-        guard_instruction_write({"v2": _prompt()})  # type: ignore[arg-type]  # refused
+        guard_instruction_write({"v2": _prompt()})
     assert "a mapping" in str(caught.value)
     assert _judged({"v2": _prompt()}.values()) == ("instruction_write:StoredPrompt.content",)
 

@@ -135,6 +135,9 @@ the authority that tool's direct call would need."""
 
 _log = logging.getLogger("veridic.guards")
 
+WriteTarget = type[BaseModel] | BaseModel | str
+"""What :func:`guard_instruction_write` judges: a model class, a model, or a field's name."""
+
 
 @dataclass(frozen=True, slots=True)
 class Dispatch:
@@ -458,7 +461,7 @@ def guard_irreversible(operation: str, /) -> None:
     _judge(scope, "irreversible", (f"irreversible:{operation.strip()}",), repr(operation.strip()))
 
 
-def guard_instruction_write(target: type[BaseModel] | BaseModel | str | Iterable[str], /) -> None:
+def guard_instruction_write(target: WriteTarget | Iterable[WriteTarget], /) -> None:
     """Call before writing fields read as instruction; raises if this dispatch may not do it.
 
     ``target`` is the pydantic model being written (class or instance: every
@@ -1214,7 +1217,7 @@ def _is_future(value: object) -> TypeGuard[asyncio.Future[object]]:
     return asyncio is not None and isinstance(value, asyncio.Future)
 
 
-def _instruction_targets(target: type[BaseModel] | BaseModel | str | Iterable[str]) -> list[str]:
+def _instruction_targets(target: WriteTarget | Iterable[WriteTarget]) -> list[str]:
     if isinstance(target, Mapping):
         raise VeridicError(
             f"guard_instruction_write() got a mapping, {quoted(target)} (called at "
@@ -1240,7 +1243,7 @@ def _is_target(item: object) -> bool:
     return isinstance(item, BaseModel) or (isinstance(item, type) and issubclass(item, BaseModel))
 
 
-def _fields_written(item: type[BaseModel] | BaseModel | str) -> set[str]:
+def _fields_written(item: WriteTarget) -> set[str]:
     """The instruction fields written with ``item`` (checked by :func:`_is_target`)."""
     if isinstance(item, str):
         return {item.strip()}

@@ -66,7 +66,6 @@ from veridic.tools._external_schema import (
 )
 from veridic.tools._written_doc import stripped_fix
 from veridic.tools.context import ContextParameter, ToolContext
-from veridic.tools.guards import _delegate_done, _delegated, _veridic_frame, current_dispatch
 from veridic.tools.function_schema import (
     FunctionText,
     _argument_names,
@@ -75,6 +74,7 @@ from veridic.tools.function_schema import (
     _pydantic_validator,
     _unwrapped_function,
 )
+from veridic.tools.guards import _delegate_done, _delegated, _veridic_frame, current_dispatch
 from veridic.tools.input_schema import _ARGUMENT_NAME, SCHEMA_TOOL, JsonObject
 from veridic.tools.pins import (
     DescriptionTrust,
