@@ -135,6 +135,9 @@ the authority that tool's direct call would need."""
 
 _log = logging.getLogger("veridic.guards")
 
+WriteTarget = type[BaseModel] | BaseModel | str
+"""What :func:`guard_instruction_write` judges: a model class, a model, or a field's name."""
+
 
 @dataclass(frozen=True, slots=True)
 class Dispatch:
@@ -458,7 +461,7 @@ def guard_irreversible(operation: str, /) -> None:
     _judge(scope, "irreversible", (f"irreversible:{operation.strip()}",), repr(operation.strip()))
 
 
-def guard_instruction_write(target: type[BaseModel] | BaseModel | str | Iterable[str], /) -> None:
+def guard_instruction_write(target: WriteTarget | Iterable[WriteTarget], /) -> None:
     """Call before writing fields read as instruction; raises if this dispatch may not do it.
 
     ``target`` is the pydantic model being written (class or instance: every
@@ -466,14 +469,16 @@ def guard_instruction_write(target: type[BaseModel] | BaseModel | str | Iterable
     ``TypedDict`` classes too; of an instance, also those of every model it
     holds where its class does not name one, such as a revision's
     ``payload: Any`` that holds a stored prompt) or field
-    names as ``"Model.field"``. A model without instruction fields needs no
+    names as ``"Model.field"``, or a list of these (the rows of a batch, each
+    judged as it would be alone). A model without instruction fields needs no
     guard, and passes.
 
     Raises:
         GuardDeniedError: inside a dispatch whose direct tool is not high risk,
             is a query, or whose call was not confirmed by the user. Outside any
             dispatch the guard does nothing.
-        VeridicError: ``target`` names no field (an empty string or list).
+        VeridicError: ``target`` names no field (an empty string or list), or is
+            a mapping (its keys are not what is written: pass its ``.values()``).
     """
     fields = _instruction_targets(target)
     if not fields:
@@ -706,6 +711,11 @@ def _outside_veridic() -> str:
     if frame is None:
         return _NO_APPLICATION_FRAME
     return f"{_display_path(frame.f_code.co_filename)}:{frame.f_lineno}"
+
+
+def _veridic_frame(frame: FrameType) -> bool:
+    """Whether ``frame`` is veridic's own code (a view's dispatch, which judged its call)."""
+    return frame.f_code.co_filename.startswith(_PACKAGE)
 
 
 def _entering_frames(frame: FrameType | None) -> tuple[FrameType, ...]:
@@ -1207,20 +1217,40 @@ def _is_future(value: object) -> TypeGuard[asyncio.Future[object]]:
     return asyncio is not None and isinstance(value, asyncio.Future)
 
 
-def _instruction_targets(target: type[BaseModel] | BaseModel | str | Iterable[str]) -> list[str]:
-    if isinstance(target, BaseModel):
-        paths = model_instruction_paths(type(target)) | _held_paths(target)
-        return sorted(f"{type(target).__name__}.{path}" for path in paths)
-    if isinstance(target, type) and issubclass(target, BaseModel):
-        return sorted(f"{target.__name__}.{path}" for path in model_instruction_paths(target))
-    names = [target] if isinstance(target, str) else list(target)
-    if not names or not all(isinstance(n, str) and n.strip() for n in names):
+def _instruction_targets(target: WriteTarget | Iterable[WriteTarget]) -> list[str]:
+    if isinstance(target, Mapping):
+        raise VeridicError(
+            f"guard_instruction_write() got a mapping, {quoted(target)} (called at "
+            f"{_caller(3)}), and a mapping's keys are not what is written: pass the models "
+            "being written (its .values()), or the field names as a list, e.g. "
+            '["StoredPrompt.content"]'
+        )
+    items = [target] if isinstance(target, str | BaseModel | type) else list(target)
+    if not items or not all(_is_target(item) for item in items):
         raise VeridicError(
             f"guard_instruction_write() needs a pydantic model or field names, got "
             f"{quoted(target)} (called at {_caller(3)}): pass the model being written, "
-            'e.g. guard_instruction_write(StoredPrompt), or "StoredPrompt.content"'
+            'e.g. guard_instruction_write(StoredPrompt), or "StoredPrompt.content", or a '
+            "list of them (the rows of a batch)"
         )
-    return sorted({n.strip() for n in names})
+    return sorted({field for item in items for field in _fields_written(item)})
+
+
+def _is_target(item: object) -> bool:
+    """Whether ``item`` names what is written: a model, a model class or a field's name."""
+    if isinstance(item, str):
+        return bool(item.strip())
+    return isinstance(item, BaseModel) or (isinstance(item, type) and issubclass(item, BaseModel))
+
+
+def _fields_written(item: WriteTarget) -> set[str]:
+    """The instruction fields written with ``item`` (checked by :func:`_is_target`)."""
+    if isinstance(item, str):
+        return {item.strip()}
+    if isinstance(item, BaseModel):
+        paths = model_instruction_paths(type(item)) | _held_paths(item)
+        return {f"{type(item).__name__}.{path}" for path in paths}
+    return {f"{item.__name__}.{path}" for path in model_instruction_paths(item)}
 
 
 def _held_paths(model: BaseModel) -> set[str]:
@@ -1234,13 +1264,13 @@ def _held_paths(model: BaseModel) -> set[str]:
     Containers add nothing to the path (as :func:`model_instruction_paths` writes it).
     """
     found: set[str] = set()
-    seen: set[int] = set()
+    seen: dict[int, object] = {}  # kept alive: a mapping may build its values as it is read
     stack: list[tuple[str, object]] = list(_fields_of(model, ""))
     while stack:
         path, value = stack.pop()
         if type(value) in _LEAVES or id(value) in seen:
             continue
-        seen.add(id(value))
+        seen[id(value)] = value
         if isinstance(value, BaseModel):
             found.update(f"{path}.{inner}" for inner in model_instruction_paths(type(value)))
             stack.extend(_fields_of(value, f"{path}."))
@@ -1257,10 +1287,20 @@ def _held_paths(model: BaseModel) -> set[str]:
 
 
 def _fields_of(model: BaseModel, prefix: str) -> list[tuple[str, object]]:
-    """``model``'s declared and extra fields with their values, each path after ``prefix``."""
+    """``model``'s declared and extra fields with their values, each path after ``prefix``.
+
+    An extra field's name is data (any key of what was validated): one that is not a short
+    identifier is shown clipped, in brackets, as the refusal and the audit record quote it.
+    """
     declared = [(f"{prefix}{name}", getattr(model, name)) for name in type(model).model_fields]
     extra = model.model_extra or {}
-    return declared + [(f"{prefix}{name}", value) for name, value in extra.items()]
+    return declared + [(_extra_path(prefix, name), value) for name, value in extra.items()]
+
+
+def _extra_path(prefix: str, name: str) -> str:
+    if name.isidentifier() and len(name) <= 40:
+        return f"{prefix}{name}"
+    return f"{prefix.removesuffix('.')}[{_key(name)}]"
 
 
 def _check_call(call: Dispatch) -> None:

@@ -37,7 +37,8 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Final
@@ -73,6 +74,7 @@ from veridic.tools.function_schema import (
     _pydantic_validator,
     _unwrapped_function,
 )
+from veridic.tools.guards import _delegate_done, _delegated, _veridic_frame, current_dispatch
 from veridic.tools.input_schema import _ARGUMENT_NAME, SCHEMA_TOOL, JsonObject
 from veridic.tools.pins import (
     DescriptionTrust,
@@ -315,9 +317,36 @@ class Tool:
         <veridic.PreparedCall.with_context>` do it).
         For an ``async`` handler this returns the coroutine for the caller to await.
 
+        Called by a handler inside a dispatch (``view.tool("purge").invoke(...)``),
+        it runs another tool as surely as :meth:`ToolView.dispatch
+        <veridic.ToolView.dispatch>` does, so it is judged and recorded as that
+        dispatch is (``"delegation:<tool>"``, see :mod:`veridic.tools.guards`): a
+        tool the call's approval policy denies, a high-risk tool in a call the user
+        did not confirm, a write in a query, are refused before the handler runs,
+        and what the tool declares doing (``irreversible``, a write of instruction
+        fields) is in the call's record once it returned (for an ``async`` handler,
+        once its coroutine is awaited).
+
         Raises:
             VeridicError: the tool asks for a context and ``context`` is not one.
+            GuardDeniedError: called by a handler inside a dispatch that may not run
+                this tool; the handler did not run.
         """
+        if current_dispatch() is None or _veridic_frame(sys._getframe(1)):
+            # Outside any dispatch (the application's own code), or veridic's dispatch,
+            # which judged the call before it got here.
+            return self._called(arguments, context)
+        if not _delegated(self.name, self.risk, self.kind):
+            return self._called(arguments, context)
+        result = self._called(arguments, context)
+        if inspect.isawaitable(result):
+            return self._done_once_awaited(result)
+        self._done()
+        return result
+
+    def _called(
+        self, arguments: Mapping[str, object], context: ToolContext[object] | None
+    ) -> object:
         parameter = self.context
         if parameter is None:
             return self._invoke(arguments)
@@ -328,6 +357,18 @@ class Tool:
                 "application's object as context= to execute(), aexecute() or view.dispatch()"
             )
         return self._invoke({**arguments, parameter.name: context})
+
+    def _done(self) -> None:
+        """Record in the calls around it what this tool, run by a handler, declares it did."""
+        writes = self.writes_instruction_fields
+        _delegate_done(self.name, self.irreversible, writes, self.instruction_writes)
+
+    async def _done_once_awaited(self, pending: Awaitable[object]) -> object:
+        """``pending`` awaited, then recorded as done: an ``async`` handler's effects
+        happen when its coroutine runs, not when it is made."""
+        value = await pending
+        self._done()
+        return value
 
 
 @dataclass(frozen=True, slots=True)
