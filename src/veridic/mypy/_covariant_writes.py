@@ -50,7 +50,6 @@ from mypy.expandtype import expand_type_by_instance
 from mypy.maptype import map_instance_to_supertype
 from mypy.messages import format_type, format_type_bare
 from mypy.nodes import (
-    COVARIANT,
     AssignmentStmt,
     Context,
     MemberExpr,
@@ -58,16 +57,14 @@ from mypy.nodes import (
     NameExpr,
     OperatorAssignmentStmt,
     SymbolNode,
-    TypeInfo,
     Var,
 )
-from mypy.subtypes import is_subtype
-from mypy.types import Instance, Type, TypeVarType, get_proper_type
+from mypy.types import Instance, Type, get_proper_type
 
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_declared import holds_trusted
 from veridic.mypy._any_guard import is_any
-from veridic.mypy._attribute_writes import operated
+from veridic.mypy._attribute_writes import admitted, held_view, operated
 from veridic.mypy._forging import trusted_instance
 from veridic.mypy._rebinding import every_statement
 
@@ -92,14 +89,15 @@ def report(checker: TypeChecker) -> None:
         if attribute is None or attribute.type is None:
             continue
         view = map_instance_to_supertype(receiver, attribute.info)
-        filled = _filled(view, attribute.info, trusted)
+        filled = held_view(view, attribute.info, trusted)
         if filled is None:
             continue
         declared = expand_type_by_instance(attribute.type, filled)
         if not holds_trusted(declared):
             continue  # the attribute is not typed by the variable filled
+        seen = expand_type_by_instance(attribute.type, view)
         written = _written(checker, statement, declared)
-        if written is None or (is_subtype(written, declared) and not is_any(written)):
+        if written is None or (admitted(checker, written, declared, seen) and not is_any(written)):
             continue
         _fail(checker, target, view, filled, written, statement)
 
@@ -134,20 +132,6 @@ def _writable(node: SymbolNode | None) -> Var | None:
     if not isinstance(node, Var) or node.is_final or node.is_property or node.is_classvar:
         return None
     return node
-
-
-def _filled(view: Instance, info: TypeInfo, trusted: Instance) -> Instance | None:
-    """``view`` with each covariant type variable of ``info`` that it fills with a type a
-    ``TrustedInstruction`` can be held as (a wider one: ``str``, ``object``) filled with
-    ``TrustedInstruction``: the object the view may be; ``None`` when there is none."""
-    args = list(view.args)
-    for index, variable in enumerate(info.defn.type_vars):
-        if not isinstance(variable, TypeVarType) or variable.variance != COVARIANT:
-            continue
-        arg = args[index]
-        if is_subtype(trusted, arg) and not is_subtype(arg, trusted):
-            args[index] = trusted
-    return None if args == list(view.args) else view.copy_modified(args=args)
 
 
 def _written(
