@@ -9,8 +9,8 @@ the Box[TrustedInstruction] it is, held the reply typed trusted, and a TrustedTe
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from veridic import TrustedInstruction, instruction

@@ -27,6 +27,12 @@ Hooks:
   ``|=`` on it, and the namespace passed to a function that can write it, judged as
   ``setattr()`` is, each key by its text when it is written in the code.
 
+An attribute typed by its class's type variables is judged as the object may hold it: filled
+by the object's type (``Holder[TrustedInstruction]``), a covariant one that a
+``TrustedInstruction`` can be held as filled with one (a ``Box[str]`` may be a
+``Box[TrustedInstruction]``, as ``_covariant_writes`` says), where a value that holds no
+text (a number, ``None``) is accepted.
+
 A value typed ``Any`` is ``veridic-any``, as ``page.prompt = loose`` is: into an attribute
 named in the code, or named by text not known there (``for key, value in data.items():
 setattr(page, key, value)`` over a ``dict[str, Any]``), on an object with a trusted one.
@@ -476,6 +482,7 @@ def _check_write(
     (``None``: named by text not known in the code) that holds trusted text."""
     code = errorcodes.FORGE
     info = _info(owner)
+    fix = "assign the attribute by its name (mypy checks that)"
     if key is not None:
         declared = _declared(checker, owner, key)
         if declared is None or not holds_trusted(declared.held):
@@ -485,6 +492,8 @@ def _check_write(
         elif _admitted(checker, value, declared):
             return
         what = f'the attribute "{key}" of "{info.name}", declared {_shown(checker, declared)}'
+        if not is_same_type(declared.held, declared.seen):
+            fix = _WIDER_FIX
     else:
         if not may_be_text(value, checker):
             return  # ``setattr(self, key, 0.2)`` over tuning values: no text to forge
@@ -507,12 +516,19 @@ def _check_write(
         "checks no setattr() and no write through an object's namespace (vars(), __dict__) "
         "against the attribute's type, so reads of it are typed trusted while it holds "
         "whatever was written, which the composer refuses and a TrustedText position prints "
-        "in the capability section; assign the attribute by its name (mypy checks that), and "
-        'mint the text with instruction() or vouch for it with TrustPolicy("name").vouch(text, '
-        "reason=...)",
+        f"in the capability section; {fix}, and mint the text with instruction() or vouch for "
+        'it with TrustPolicy("name").vouch(text, reason=...)',
         context,
         code=code,
     )
+
+
+_WIDER_FIX: Final = (
+    "make the attribute read-only (a property, a frozen dataclass) or declare the type "
+    "variable invariant: mypy checks even a write by name against the wider view"
+)
+"""For an attribute typed by a covariant type variable: by its name, mypy checks the write
+against the view (``Box[str]``), not the object (``Box[TrustedInstruction]``)."""
 
 
 _Owner = Instance | TypeInfo

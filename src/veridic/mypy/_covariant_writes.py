@@ -33,8 +33,11 @@ dataclass), or declare the type variable invariant, which makes mypy refuse the 
 
 Accepted: the class's own writes through ``self`` (its variable is not filled there), a
 view that holds trusted text already (``Box[TrustedInstruction]``) or that no trusted
-text can be held as (``Box[int]``), minted text written through any view, an attribute
-typed by an invariant type variable.
+text can be held as (``Box[int]``), minted text written through any view, a value that
+holds no text (a number, ``None``: through a ``Box[object]`` or a ``Box[str | None]``
+it puts no text where trusted text is read), an attribute typed by an invariant type
+variable. ``setattr()`` and a write through the object's namespace are judged the same
+way (``_attribute_writes``).
 
 Not seen: a mutable container typed by the variable (``self.items: list[T_co]``) filled
 through the view (``box.items.append(reply)``): each read of it is an ordinary read.
