@@ -33,7 +33,7 @@ from_row = Persona._make(row)  # E: [veridic-forge] the field "prompt" of "Perso
 from_any = Persona._make(loose)  # E: [veridic-any] the field "prompt" of "Persona"
 shifted = Persona._make([1, instruction("Be brief.")])  # E: [veridic-forge] "prompt"
 by_name = Persona._make(iterable=[reply])  # E: [veridic-forge] the field "prompt" of "Persona"
-unpacked = Persona._make(*[[reply]])  # E: [veridic-forge] with unpacked arguments
+unpacked = Persona._make(*[[reply]])  # E: [veridic-forge] got unpacked arguments
 
 # Accepted: each trusted field gets minted text (a display read item by item, or an
 # iterable of trusted text), or the class holds no trusted field.

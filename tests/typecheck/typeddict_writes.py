@@ -49,11 +49,11 @@ def rewrite(settings: Settings, partial: Partial, key: str) -> None:
     write = settings.__setitem__
     write("prompt", reply)
     # Unpacked arguments: the plugin cannot tell which item gets which value.
-    # E: [veridic-forge] with unpacked arguments
+    # E: [veridic-forge] got unpacked arguments
     # P: [reportAttributeAccessIssue]
     settings.__setitem__(*("prompt", reply))
     pair = ("prompt", reply)
-    # E: [veridic-forge] with unpacked arguments
+    # E: [veridic-forge] got unpacked arguments
     # P: [reportAttributeAccessIssue]
     settings.__setitem__(*pair)
     # E: [typeddict-item] incompatible type "str"

@@ -270,7 +270,7 @@ def _fail(checker: TypeChecker, writer: str, written: Type, what: str, context: 
 
 def _fail_unpacked(checker: TypeChecker, writer: str, what: str, call: CallExpr) -> None:
     checker.fail(
-        f"{writer} with unpacked arguments, where {what} hold trusted text: mypy types that "
+        f"{writer} got unpacked arguments, where {what} hold trusted text: mypy types that "
         "method as taking Any, and the plugin cannot tell which item gets which value; "
         f'{_CONSEQUENCE}; fill the item where mypy checks it (d["key"] = value, the '
         f"class's constructor), and mint the text with {_MINT}",
