@@ -57,6 +57,25 @@ def fill_cell(cell: Cell[str], labelled: Labelled[object], loose: Any) -> None:
     cell.value = loose  # E: [veridic-any] the attribute "value"
 
 
+# The same write as one target of several, by a for loop, or through an object typed by a
+# union or by a type variable bound to such a view.
+BoxOfText = TypeVar("BoxOfText", bound="Box[str]")
+
+
+def fill_unpacked(box: Box[str], replies: list[str], either: Box[str] | Labelled[object]) -> None:
+    box.item, count = reply, 1  # E: [veridic-forge] the attribute "item"
+    (count, box.spare), size = (2, reply), 3  # E: [veridic-forge] the attribute "spare"
+    for box.item in replies:  # E: [veridic-forge] the attribute "item"
+        print(count, size)
+    either.item = reply  # E: [veridic-forge] the attribute "item"
+    box.item, count = instruction("Be brief."), 1
+
+
+def fill_bound(box: BoxOfText) -> BoxOfText:
+    box.item = reply  # E: [veridic-forge] the attribute "item"
+    return box
+
+
 # The same write by setattr(), a __setattr__ called by its name or the object's namespace,
 # judged against what the object may hold (here a Box[TrustedInstruction]), as is a write
 # into an attribute typed by an invariant type variable filled with trusted text.
