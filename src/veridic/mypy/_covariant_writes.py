@@ -26,11 +26,12 @@ Reported (``veridic-forge``; ``veridic-any`` for a value typed ``Any``): an assi
 (``=``, also to one target of several, ``box.item, n = reply, 1``; a ``for`` loop's
 target; an operator's ``+=``, judged by what the operator makes) to an attribute whose
 declared type holds a covariant type variable of its class, through an object (or one of
-a union's, or a type variable's bound) whose type fills that variable with a type a ``TrustedInstruction`` can be held as (``str``,
-``object``, ``str | None``), when the value is not what the attribute would hold with the
-variable filled by ``TrustedInstruction``. The plugin cannot tell where the object was
-made, so every such write is reported: make the attribute read-only (a property, a frozen
-dataclass), or declare the type variable invariant, which makes mypy refuse the wider view.
+a union's, or a type variable's bound) whose type fills that variable with a type a
+``TrustedInstruction`` can be held as (``str``, ``object``, ``str | None``), when the value
+is not what the attribute would hold with the variable filled by ``TrustedInstruction``.
+The plugin cannot tell where the object was made, so every such write is reported: make
+the attribute read-only (a property, a frozen dataclass), or declare the type variable
+invariant, which makes mypy refuse the wider view.
 
 Accepted: the class's own writes through ``self`` (its variable is not filled there), a
 view that holds trusted text already (``Box[TrustedInstruction]``) or that no trusted
