@@ -9,6 +9,7 @@ the Box[TrustedInstruction] it is, held the reply typed trusted, and a TrustedTe
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -54,6 +55,52 @@ def fill_cell(cell: Cell[str], labelled: Labelled[object], loose: Any) -> None:
     cell.value = reply  # E: [veridic-forge] the attribute "value"
     labelled.item = reply  # E: [veridic-forge] the attribute "item"
     cell.value = loose  # E: [veridic-any] the attribute "value"
+
+
+# The same write as one target of several, by a for loop, or through an object typed by a
+# union or by a type variable bound to such a view.
+BoxOfText = TypeVar("BoxOfText", bound="Box[str]")
+
+
+def fill_unpacked(box: Box[str], replies: list[str], either: Box[str] | Labelled[object]) -> None:
+    box.item, count = reply, 1  # E: [veridic-forge] the attribute "item"
+    (count, box.spare), size = (2, reply), 3  # E: [veridic-forge] the attribute "spare"
+    for box.item in replies:  # E: [veridic-forge] the attribute "item"
+        print(count, size)
+    either.item = reply  # E: [veridic-forge] the attribute "item"
+    box.item, count = instruction("Be brief."), 1
+
+
+def fill_bound(box: BoxOfText) -> BoxOfText:
+    box.item = reply  # E: [veridic-forge] the attribute "item"
+    return box
+
+
+# The same write by setattr(), a __setattr__ called by its name or the object's namespace,
+# judged against what the object may hold (here a Box[TrustedInstruction]), as is a write
+# into an attribute typed by an invariant type variable filled with trusted text.
+def fill_by_name(box: Box[str], pair: Pair[str, TrustedInstruction], loose: Any) -> None:
+    setattr(box, "item", reply)  # E: [veridic-forge] the attribute "item" of "Box"  # noqa: B010
+    box.__setattr__("item", reply)  # E: [veridic-forge] the attribute "item" of "Box"
+    object.__setattr__(box, "spare", reply)  # E: [veridic-forge] the attribute "spare"
+    vars(box)["item"] = reply  # E: [veridic-forge] the attribute "item" of "Box"
+    box.__dict__.update(item=reply)  # E: [veridic-forge] the attribute "item" of "Box"
+    setattr(box, "item", loose)  # E: [veridic-any] the attribute "item" of "Box"  # noqa: B010
+    setattr(pair, "value", reply)  # E: [veridic-forge] the attribute "value" of "Pair"  # noqa: B010
+
+
+# A value that holds no text forges none, whatever the object is (a Box[object] may be a
+# Box[TrustedInstruction], but a number or None read from it is not text); a container of
+# text may fill a container of trusted text (a Box[Sequence[str]] may hold a list of it).
+def no_text(
+    anything: Box[object], maybe: Box[str | None], texts: Box[Sequence[str]], sizes: Box[int]
+) -> None:
+    anything.item = 3
+    maybe.item = None
+    anything.spare = None
+    setattr(anything, "item", 3)  # noqa: B010
+    setattr(sizes, "item", reply)  # noqa: B010
+    texts.item = [reply]  # E: [veridic-forge] the attribute "item" of "Box"
 
 
 trusted = Box(instruction("Be brief."))

@@ -32,6 +32,8 @@ made = Persona._make([reply])  # E: [veridic-forge] the field "prompt" of "Perso
 from_row = Persona._make(row)  # E: [veridic-forge] the field "prompt" of "Persona"
 from_any = Persona._make(loose)  # E: [veridic-any] the field "prompt" of "Persona"
 shifted = Persona._make([1, instruction("Be brief.")])  # E: [veridic-forge] "prompt"
+by_name = Persona._make(iterable=[reply])  # E: [veridic-forge] the field "prompt" of "Persona"
+unpacked = Persona._make(*[[reply]])  # E: [veridic-forge] got unpacked arguments
 
 # Accepted: each trusted field gets minted text (a display read item by item, or an
 # iterable of trusted text), or the class holds no trusted field.
@@ -41,4 +43,6 @@ copied = Persona._make(minted)
 texts: list[TrustedInstruction] = [instruction("Be brief.")]
 listed = Persona._make(texts)
 plain = Row._make([reply, 1])
+plain_by_name = Row._make(iterable=[reply, 1])
+plain_unpacked = Row._make(*[[reply, 1]])
 hint: TrustedInstruction = minted.prompt

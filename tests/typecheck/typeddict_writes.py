@@ -48,6 +48,14 @@ def rewrite(settings: Settings, partial: Partial, key: str) -> None:
     # P: [reportAttributeAccessIssue]
     write = settings.__setitem__
     write("prompt", reply)
+    # Unpacked arguments: the plugin cannot tell which item gets which value.
+    # E: [veridic-forge] got unpacked arguments
+    # P: [reportAttributeAccessIssue]
+    settings.__setitem__(*("prompt", reply))
+    pair = ("prompt", reply)
+    # E: [veridic-forge] got unpacked arguments
+    # P: [reportAttributeAccessIssue]
+    settings.__setitem__(*pair)
     # E: [typeddict-item] incompatible type "str"
     # P: [reportCallIssue]
     # P: [reportArgumentType]

@@ -27,6 +27,12 @@ Hooks:
   ``|=`` on it, and the namespace passed to a function that can write it, judged as
   ``setattr()`` is, each key by its text when it is written in the code.
 
+An attribute typed by its class's type variables is judged as the object may hold it: filled
+by the object's type (``Holder[TrustedInstruction]``), a covariant one that a
+``TrustedInstruction`` can be held as filled with one (a ``Box[str]`` may be a
+``Box[TrustedInstruction]``, as ``_covariant_writes`` says), where a value that holds no
+text (a number, ``None``) is accepted.
+
 A value typed ``Any`` is ``veridic-any``, as ``page.prompt = loose`` is: into an attribute
 named in the code, or named by text not known there (``for key, value in data.items():
 setattr(page, key, value)`` over a ``dict[str, Any]``), on an object with a trusted one.
@@ -50,12 +56,14 @@ from collections.abc import Iterator, Mapping
 from typing import Final, NamedTuple
 
 from mypy.checker import TypeChecker, infer_operator_assignment_method
+from mypy.expandtype import expand_type_by_instance
 from mypy.maptype import map_instance_to_supertype
 from mypy.messages import format_type
 from mypy.nodes import (
     ARG_NAMED,
     ARG_POS,
     ARG_STAR2,
+    COVARIANT,
     AssignmentStmt,
     CallExpr,
     Context,
@@ -77,7 +85,7 @@ from mypy.nodes import (
 )
 from mypy.plugin import FunctionContext, MethodContext
 from mypy.server.subexpr import get_subexpressions
-from mypy.subtypes import is_subtype
+from mypy.subtypes import is_same_type, is_subtype
 from mypy.types import (
     AnyType,
     CallableType,
@@ -86,6 +94,7 @@ from mypy.types import (
     Type,
     TypedDictType,
     TypeType,
+    TypeVarType,
     UnionType,
     get_proper_type,
 )
@@ -93,6 +102,7 @@ from mypy.types import (
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_declared import callee_formals, holds_trusted, may_be_text
 from veridic.mypy._any_guard import is_any
+from veridic.mypy._forging import trusted_instance
 from veridic.mypy._namespace import checked_here, writable
 from veridic.mypy._rebinding import every_statement
 
@@ -139,8 +149,8 @@ def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecke
         return
     # setattr(page, name, value), Page.__setattr__(page, name, value); else bound:
     # page.__setattr__(name, value), super().__setattr__(name, value)
-    info = _class_of(ctx.arg_types[0][0]) if len(ctx.args) == 3 else _bound_to(ctx)
-    if info is None:
+    owner = _object_of(ctx.arg_types[0][0]) if len(ctx.args) == 3 else _bound_to(ctx)
+    if owner is None:
         return
     name = ctx.args[-2][0]
     if _forwards(checker, name):
@@ -150,8 +160,8 @@ def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecke
     if isinstance(ctx.context, CallExpr) and isinstance(ctx.context.callee, SuperExpr):
         writer = "super().__setattr__()"
     elif callee not in WRITERS:
-        writer = f"{info.name}.__setattr__()"
-    _check_write(checker, writer, info, key, ctx.arg_types[-1][0], ctx.context)
+        writer = f"{_info(owner).name}.__setattr__()"
+    _check_write(checker, writer, owner, key, ctx.arg_types[-1][0], ctx.context)
 
 
 def _forwards(checker: TypeChecker, name: Expression) -> bool:
@@ -168,15 +178,15 @@ def _forwards(checker: TypeChecker, name: Expression) -> bool:
     )
 
 
-def _bound_to(ctx: FunctionContext | MethodContext) -> TypeInfo | None:
-    """The class of the object a bound ``__setattr__`` writes into (``super()``'s: the class
-    whose method calls it)."""
+def _bound_to(ctx: FunctionContext | MethodContext) -> _Owner | None:
+    """The object a bound ``__setattr__`` writes into (``super()``'s: the class whose method
+    calls it)."""
     call = ctx.context
     if isinstance(call, CallExpr) and isinstance(call.callee, SuperExpr):
         return call.callee.info
     if isinstance(ctx, MethodContext):
         typ = get_proper_type(ctx.type)
-        return typ.type if isinstance(typ, Instance) else None
+        return typ if isinstance(typ, Instance) else None
     return None
 
 
@@ -317,9 +327,9 @@ def _check_operator(checker: TypeChecker, statement: OperatorAssignmentStmt, hel
         return
     key = target.index.value if isinstance(target.index, StrExpr) else None
     writer = f"{statement.op}= through {owner[1]}"
-    declared = None if key is None else _declared(owner[0], key)
-    if declared is not None and holds_trusted(declared) and is_subtype(value, declared):
-        value = operated(checker, statement, declared)  # ``+= instruction("...")``: a str
+    declared = None if key is None else _declared(checker, owner[0], key)
+    if declared is not None and holds_trusted(declared.held) and is_subtype(value, declared.held):
+        value = operated(checker, statement, declared.held)  # ``+= instruction("...")``: a str
     _check_write(checker, writer, owner[0], key, value, statement)
 
 
@@ -359,9 +369,9 @@ def _reader(callee: RefExpr, readers: Mapping[int, str]) -> str | None:
 class _Held(NamedTuple):
     """What a module keeps in variables on the way to an object's namespace."""
 
-    namespaces: dict[int, tuple[TypeInfo, str]]
+    namespaces: dict[int, tuple[_Owner, str]]
     """The variables bound to an object's namespace (``ns = vars(page)``), by the id of
-    their ``Var``, with the object's class and how the namespace was reached."""
+    their ``Var``, with the object and how the namespace was reached."""
     readers: dict[int, str]
     """The variables bound to ``vars`` or ``getattr`` (``v = vars``), and to nothing else."""
 
@@ -394,8 +404,8 @@ def _held(checker: TypeChecker) -> _Held:
     return held
 
 
-def _owner(expr: Expression, checker: TypeChecker, held: _Held) -> tuple[TypeInfo, str] | None:
-    """The class of the instance whose namespace ``expr`` is, and how it was reached
+def _owner(expr: Expression, checker: TypeChecker, held: _Held) -> tuple[_Owner, str] | None:
+    """The instance whose namespace ``expr`` is, and how it was reached
     (``vars()``, ``__dict__``); ``None`` for anything else, a class's (a read-only
     ``mappingproxy``) and a module's too."""
     if isinstance(expr, NameExpr) and isinstance(expr.node, Var):
@@ -410,7 +420,7 @@ def _owner(expr: Expression, checker: TypeChecker, held: _Held) -> tuple[TypeInf
     else:
         return None
     typ = get_proper_type(checker.lookup_type_or_none(owner))
-    return (typ.type, how) if isinstance(typ, Instance) else None
+    return (typ, how) if isinstance(typ, Instance) else None
 
 
 def _filled(call: CallExpr, checker: TypeChecker) -> Iterator[tuple[str | None, Type]]:
@@ -463,32 +473,35 @@ def _items(mapping: Expression, checker: TypeChecker) -> Iterator[tuple[str | No
 def _check_write(
     checker: TypeChecker,
     writer: str,
-    info: TypeInfo,
+    owner: _Owner,
     key: str | None,
     value: Type,
     context: Context,
 ) -> None:
-    """Report ``value`` written by ``writer`` into the attribute ``key`` of an instance of
-    ``info`` (``None``: named by text not known in the code) that is declared trusted."""
+    """Report ``value`` written by ``writer`` into the attribute ``key`` of ``owner``
+    (``None``: named by text not known in the code) that holds trusted text."""
     code = errorcodes.FORGE
+    info = _info(owner)
+    fix = "assign the attribute by its name (mypy checks that)"
     if key is not None:
-        declared = _declared(info, key)
-        if declared is None or not holds_trusted(declared):
+        declared = _declared(checker, owner, key)
+        if declared is None or not holds_trusted(declared.held):
             return
         if is_any(value):
             code = errorcodes.ANY  # as ``page.prompt = loose`` is (``_any_declared``)
-        elif is_subtype(value, declared):
+        elif _admitted(checker, value, declared):
             return
-        shown = format_type(declared, checker.options)
-        what = f'the attribute "{key}" of "{info.name}", declared {shown}'
+        what = f'the attribute "{key}" of "{info.name}", declared {_shown(checker, declared)}'
+        if not is_same_type(declared.held, declared.seen):
+            fix = _WIDER_FIX
     else:
         if not may_be_text(value, checker):
             return  # ``setattr(self, key, 0.2)`` over tuning values: no text to forge
         loose = is_any(value)
         trusted = sorted(
             attribute
-            for attribute, declared in _attributes(info)
-            if holds_trusted(declared) and (loose or not is_subtype(value, declared))
+            for attribute, declared in _attributes(checker, owner)
+            if holds_trusted(declared.held) and (loose or not _admitted(checker, value, declared))
         )
         if not trusted:
             return
@@ -503,33 +516,136 @@ def _check_write(
         "checks no setattr() and no write through an object's namespace (vars(), __dict__) "
         "against the attribute's type, so reads of it are typed trusted while it holds "
         "whatever was written, which the composer refuses and a TrustedText position prints "
-        "in the capability section; assign the attribute by its name (mypy checks that), and "
-        'mint the text with instruction() or vouch for it with TrustPolicy("name").vouch(text, '
-        "reason=...)",
+        f"in the capability section; {fix}, and mint the text with instruction() or vouch for "
+        'it with TrustPolicy("name").vouch(text, reason=...)',
         context,
         code=code,
     )
 
 
-def _class_of(typ: Type) -> TypeInfo | None:
+_WIDER_FIX: Final = (
+    "make the attribute read-only (a property, a frozen dataclass) or declare the type "
+    "variable invariant: mypy checks even a write by name against the wider view"
+)
+"""For an attribute typed by a covariant type variable: by its name, mypy checks the write
+against the view (``Box[str]``), not the object (``Box[TrustedInstruction]``)."""
+
+
+_Owner = Instance | TypeInfo
+"""The object whose attribute is written: an instance, with its type's arguments
+(``Box[str]``), or a class (or an instance whose type the plugin reads no arguments of:
+``super()``'s)."""
+
+
+class _Declared(NamedTuple):
+    """An attribute's type as its class declares it, as the object's type shows it, and as
+    the object may hold it."""
+
+    written: Type
+    """As the class declares it: ``T_co``."""
+    seen: Type
+    """With the class's type variables filled by the object's type: ``str`` in a
+    ``Box[str]``."""
+    held: Type
+    """As the object may hold it: a covariant type variable that ``TrustedInstruction`` can
+    be held as filled with one (the ``Box[str]`` may be a ``Box[TrustedInstruction]``)."""
+
+
+def _info(owner: _Owner) -> TypeInfo:
+    return owner.type if isinstance(owner, Instance) else owner
+
+
+def _object_of(typ: Type) -> _Owner | None:
+    """The object ``setattr()`` is given: an instance, or a class (its class object)."""
     proper = get_proper_type(typ)
     if isinstance(proper, CallableType) and proper.is_type_obj():
         return proper.type_object()
     if isinstance(proper, TypeType):
-        proper = get_proper_type(proper.item)
-    return proper.type if isinstance(proper, Instance) else None
+        item = get_proper_type(proper.item)
+        return item.type if isinstance(item, Instance) else None
+    return proper if isinstance(proper, Instance) else None
 
 
-def _declared(info: TypeInfo, name: str) -> Type | None:
-    symbol = info.get(name)
+def _declared(checker: TypeChecker, owner: _Owner, name: str) -> _Declared | None:
+    symbol = _info(owner).get(name)
     node = None if symbol is None else symbol.node
-    return node.type if isinstance(node, Var) else None
+    return _as_held(checker, owner, node) if isinstance(node, Var) else None
 
 
-def _attributes(info: TypeInfo) -> list[tuple[str, Type]]:
+def _attributes(checker: TypeChecker, owner: _Owner) -> list[tuple[str, _Declared]]:
     return [
-        (name, symbol.node.type)
-        for base in info.mro
+        (name, declared)
+        for base in _info(owner).mro
         for name, symbol in base.names.items()
-        if isinstance(symbol.node, Var) and symbol.node.type is not None
+        if isinstance(symbol.node, Var)
+        and (declared := _as_held(checker, owner, symbol.node)) is not None
     ]
+
+
+def _as_held(checker: TypeChecker, owner: _Owner, attribute: Var) -> _Declared | None:
+    """``attribute``'s :class:`_Declared` types in ``owner``; ``None`` when it has none."""
+    written = attribute.type
+    if written is None:
+        return None
+    defined_in = attribute.info
+    if isinstance(owner, TypeInfo) or all(base is not defined_in for base in owner.type.mro):
+        return _Declared(written, written, written)  # a class's, or not the class's own
+    view = map_instance_to_supertype(owner, defined_in)
+    trusted = trusted_instance(checker)
+    widest = None if trusted is None else held_view(view, defined_in, trusted)
+    seen = expand_type_by_instance(written, view)
+    held = seen if widest is None else expand_type_by_instance(written, widest)
+    return _Declared(written, seen, held)
+
+
+def held_view(view: Instance, info: TypeInfo, trusted: Instance) -> Instance | None:
+    """``view`` with each covariant type variable of ``info`` that it fills with a type a
+    ``TrustedInstruction`` can be held as (a wider one: ``str``, ``object``) filled with
+    ``TrustedInstruction``: the object the view may be; ``None`` when there is none."""
+    args = list(view.args)
+    for index, variable in enumerate(info.defn.type_vars):
+        if not isinstance(variable, TypeVarType) or variable.variance != COVARIANT:
+            continue
+        arg = args[index]
+        if is_subtype(trusted, arg) and not is_subtype(arg, trusted):
+            args[index] = trusted
+    return None if args == list(view.args) else view.copy_modified(args=args)
+
+
+def admitted(checker: TypeChecker, value: Type, held: Type, seen: Type) -> bool:
+    """Whether ``value`` may be written into an attribute the object may hold as ``held``
+    and its type shows as ``seen``: it is ``held``, or it holds no text and ``seen`` is
+    wider (a number or ``None`` written through a ``Box[object]`` or a ``Box[str | None]``,
+    which may be a ``Box[TrustedInstruction]``, puts no text where trusted text is read)."""
+    if is_subtype(value, held):
+        return True
+    return not is_same_type(held, seen) and not may_hold_text(value, checker)
+
+
+def may_hold_text(typ: Type, checker: TypeChecker) -> bool:
+    """Whether a value of type ``typ`` may be text or hold some (``list[str]``, a tuple
+    with a ``str``, a function that returns one)."""
+    proper = get_proper_type(typ)
+    if may_be_text(proper, checker):
+        return True
+    if isinstance(proper, UnionType | TupleType):
+        return any(may_hold_text(item, checker) for item in proper.items)
+    if isinstance(proper, TypedDictType):
+        return any(may_hold_text(item, checker) for item in proper.items.values())
+    if isinstance(proper, CallableType):
+        return may_hold_text(proper.ret_type, checker)
+    if isinstance(proper, Instance):
+        return any(may_hold_text(arg, checker) for arg in proper.args)
+    return False
+
+
+def _admitted(checker: TypeChecker, value: Type, declared: _Declared) -> bool:
+    return admitted(checker, value, declared.held, declared.seen)
+
+
+def _shown(checker: TypeChecker, declared: _Declared) -> str:
+    """The attribute's declared type, and the one the object may hold when it differs
+    (``"T_co"``, held as ``"TrustedInstruction"``)."""
+    written = format_type(declared.written, checker.options)
+    held = format_type(declared.held, checker.options)
+    return written if written == held else f"{written}, held as {held}"

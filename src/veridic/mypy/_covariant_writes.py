@@ -23,21 +23,28 @@ composer refuses it, but a ``TrustedText`` position (a component's hint, a ``Den
 takes a ``TrustedInstruction`` as minted and prints it in the capability section.
 
 Reported (``veridic-forge``; ``veridic-any`` for a value typed ``Any``): an assignment
-(``=``, or an operator's ``+=``, judged by what the operator makes) to an attribute whose
-declared type holds a covariant type variable of its class, through an object whose type
-fills that variable with a type a ``TrustedInstruction`` can be held as (``str``,
-``object``, ``str | None``), when the value is not what the attribute would hold with the
-variable filled by ``TrustedInstruction``. The plugin cannot tell where the object was
-made, so every such write is reported: make the attribute read-only (a property, a frozen
-dataclass), or declare the type variable invariant, which makes mypy refuse the wider view.
+(``=``, also to one target of several, ``box.item, n = reply, 1``; a ``for`` loop's
+target; an operator's ``+=``, judged by what the operator makes) to an attribute whose
+declared type holds a covariant type variable of its class, through an object (or one of
+a union's, or a type variable's bound) whose type fills that variable with a type a
+``TrustedInstruction`` can be held as (``str``, ``object``, ``str | None``), when the value
+is not what the attribute would hold with the variable filled by ``TrustedInstruction``.
+The plugin cannot tell where the object was made, so every such write is reported: make
+the attribute read-only (a property, a frozen dataclass), or declare the type variable
+invariant, which makes mypy refuse the wider view.
 
 Accepted: the class's own writes through ``self`` (its variable is not filled there), a
 view that holds trusted text already (``Box[TrustedInstruction]``) or that no trusted
-text can be held as (``Box[int]``), minted text written through any view, an attribute
-typed by an invariant type variable.
+text can be held as (``Box[int]``), minted text written through any view, a value that
+holds no text (a number, ``None``: through a ``Box[object]`` or a ``Box[str | None]``
+it puts no text where trusted text is read), an attribute typed by an invariant type
+variable. ``setattr()`` and a write through the object's namespace are judged the same
+way (``_attribute_writes``).
 
 Not seen: a mutable container typed by the variable (``self.items: list[T_co]``) filled
-through the view (``box.items.append(reply)``): each read of it is an ordinary read.
+through the view (``box.items.append(reply)``): each read of it is an ordinary read. A
+``with`` statement's or a comprehension's target that is such an attribute
+(``with open(path) as box.item``).
 
 Hook: the end of a module's check, with the module-wide reports (a module that makes no
 call, when it assigns an attribute of something other than ``self``: :func:`may_report`).
@@ -45,31 +52,38 @@ call, when it assigns an attribute of something other than ``self``: :func:`may_
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from mypy.checker import TypeChecker
 from mypy.expandtype import expand_type_by_instance
 from mypy.maptype import map_instance_to_supertype
 from mypy.messages import format_type, format_type_bare
 from mypy.nodes import (
-    COVARIANT,
     AssignmentStmt,
     Context,
+    Expression,
+    ForStmt,
+    ListExpr,
     MemberExpr,
     MypyFile,
     NameExpr,
     OperatorAssignmentStmt,
+    StarExpr,
     SymbolNode,
-    TypeInfo,
+    TupleExpr,
     Var,
 )
-from mypy.subtypes import is_subtype
-from mypy.types import Instance, Type, TypeVarType, get_proper_type
+from mypy.types import Instance, TupleType, Type, TypeVarType, UnionType, get_proper_type
 
 from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_declared import holds_trusted
 from veridic.mypy._any_guard import is_any
-from veridic.mypy._attribute_writes import operated
+from veridic.mypy._attribute_writes import admitted, held_view, operated
 from veridic.mypy._forging import trusted_instance
 from veridic.mypy._rebinding import every_statement
+
+_Write = AssignmentStmt | OperatorAssignmentStmt | ForStmt
+"""A statement that assigns its targets: ``=``, an operator's ``+=``, a ``for`` loop."""
 
 
 def may_report(tree: MypyFile) -> bool:
@@ -84,41 +98,76 @@ def report(checker: TypeChecker) -> None:
     if trusted is None or _names.in_package(checker.tree.fullname):
         return  # no module of the build can hold a TrustedInstruction
     for statement, target in _writes(checker.tree):
-        receiver = get_proper_type(checker.lookup_type_or_none(target.expr))
-        if not isinstance(receiver, Instance):
-            continue
-        symbol = receiver.type.get(target.name)
-        attribute = _writable(None if symbol is None else symbol.node)
-        if attribute is None or attribute.type is None:
-            continue
-        view = map_instance_to_supertype(receiver, attribute.info)
-        filled = _filled(view, attribute.info, trusted)
-        if filled is None:
-            continue
-        declared = expand_type_by_instance(attribute.type, filled)
-        if not holds_trusted(declared):
-            continue  # the attribute is not typed by the variable filled
-        written = _written(checker, statement, declared)
-        if written is None or (is_subtype(written, declared) and not is_any(written)):
-            continue
-        _fail(checker, target, view, filled, written, statement)
+        for receiver in _receivers(checker.lookup_type_or_none(target.expr)):
+            if _reported(checker, trusted, statement, target, receiver):
+                break  # one report a write, however many of a union's objects it fits
 
 
-def _writes(tree: MypyFile) -> list[tuple[AssignmentStmt | OperatorAssignmentStmt, MemberExpr]]:
-    found: list[tuple[AssignmentStmt | OperatorAssignmentStmt, MemberExpr]] = []
+def _receivers(typ: Type | None) -> list[Instance]:
+    """The objects a write's owner may be: an instance, each of a union's, or the bound of a
+    type variable (``box: B``, ``B`` bound to ``Box[str]``)."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, TypeVarType):
+        proper = get_proper_type(proper.upper_bound)
+    if isinstance(proper, UnionType):
+        return [item for item in map(get_proper_type, proper.items) if isinstance(item, Instance)]
+    return [proper] if isinstance(proper, Instance) else []
+
+
+def _reported(
+    checker: TypeChecker,
+    trusted: Instance,
+    statement: _Write,
+    target: MemberExpr,
+    receiver: Instance,
+) -> bool:
+    """Report the write into ``target`` of an object typed ``receiver``; whether it did."""
+    symbol = receiver.type.get(target.name)
+    attribute = _writable(None if symbol is None else symbol.node)
+    if attribute is None or attribute.type is None:
+        return False
+    view = map_instance_to_supertype(receiver, attribute.info)
+    filled = held_view(view, attribute.info, trusted)
+    if filled is None:
+        return False
+    declared = expand_type_by_instance(attribute.type, filled)
+    if not holds_trusted(declared):
+        return False  # the attribute is not typed by the variable filled
+    seen = expand_type_by_instance(attribute.type, view)
+    written = _written(checker, statement, target, declared)
+    if written is None or (admitted(checker, written, declared, seen) and not is_any(written)):
+        return False
+    _fail(checker, target, view, filled, written, statement)
+    return True
+
+
+def _writes(tree: MypyFile) -> list[tuple[_Write, MemberExpr]]:
+    """Each attribute of something other than ``self`` or ``cls`` that a statement assigns,
+    also as one target of several (``box.item, count = ...``), with the statement."""
+    found: list[tuple[_Write, MemberExpr]] = []
     for statement in every_statement(tree.defs):
         if isinstance(statement, AssignmentStmt):
             targets = statement.lvalues
         elif isinstance(statement, OperatorAssignmentStmt):
             targets = [statement.lvalue]
+        elif isinstance(statement, ForStmt):
+            targets = [statement.index]
         else:
             continue
         found += [
             (statement, target)
-            for target in targets
+            for target in _flattened(targets)
             if isinstance(target, MemberExpr) and not _own(target)
         ]
     return found
+
+
+def _flattened(targets: list[Expression]) -> Iterator[Expression]:
+    for target in targets:
+        if isinstance(target, TupleExpr | ListExpr):
+            yield from _flattened(target.items)
+        else:
+            yield target
 
 
 def _own(target: MemberExpr) -> bool:
@@ -136,28 +185,59 @@ def _writable(node: SymbolNode | None) -> Var | None:
     return node
 
 
-def _filled(view: Instance, info: TypeInfo, trusted: Instance) -> Instance | None:
-    """``view`` with each covariant type variable of ``info`` that it fills with a type a
-    ``TrustedInstruction`` can be held as (a wider one: ``str``, ``object``) filled with
-    ``TrustedInstruction``: the object the view may be; ``None`` when there is none."""
-    args = list(view.args)
-    for index, variable in enumerate(info.defn.type_vars):
-        if not isinstance(variable, TypeVarType) or variable.variance != COVARIANT:
-            continue
-        arg = args[index]
-        if is_subtype(trusted, arg) and not is_subtype(arg, trusted):
-            args[index] = trusted
-    return None if args == list(view.args) else view.copy_modified(args=args)
-
-
 def _written(
-    checker: TypeChecker, statement: AssignmentStmt | OperatorAssignmentStmt, declared: Type
+    checker: TypeChecker, statement: _Write, target: MemberExpr, declared: Type
 ) -> Type | None:
-    """What the statement writes: the value, or what the operator makes of the attribute
-    (``box.item += reply`` is a ``str`` however the item was declared)."""
+    """What the statement writes into ``target``: the value (its part, for one target of
+    several), what a ``for`` loop's iterable gives, or what the operator makes of the
+    attribute (``box.item += reply`` is a ``str`` however the item was declared)."""
     if isinstance(statement, OperatorAssignmentStmt):
         return operated(checker, statement, declared)
-    return checker.lookup_type_or_none(statement.rvalue)
+    if isinstance(statement, ForStmt):
+        return _part(checker, statement.index, None, statement.inferred_item_type, target)
+    for lvalue in statement.lvalues:
+        found = _part(checker, lvalue, statement.rvalue, None, target)
+        if found is not None:
+            return found
+    return None
+
+
+def _part(
+    checker: TypeChecker,
+    lvalue: Expression,
+    value: Expression | None,
+    typ: Type | None,
+    target: MemberExpr,
+) -> Type | None:
+    """The type of what ``lvalue`` gets into ``target`` (within it) from ``value`` (or, with
+    no expression, a value of type ``typ``); ``None`` when ``target`` is not in ``lvalue``."""
+    if lvalue is target:
+        return typ if value is None else checker.lookup_type_or_none(value)
+    if not isinstance(lvalue, TupleExpr | ListExpr) or _starred(lvalue.items):
+        return None  # a starred target: mypy checks the list it gets against the attribute
+    if (
+        isinstance(value, TupleExpr | ListExpr)
+        and len(value.items) == len(lvalue.items)
+        and not _starred(value.items)
+    ):
+        pairs = zip(lvalue.items, value.items, strict=True)
+        parts = (_part(checker, item, part, None, target) for item, part in pairs)
+        return next((part for part in parts if part is not None), None)
+    whole = get_proper_type(typ if value is None else checker.lookup_type_or_none(value))
+    if isinstance(whole, TupleType) and len(whole.items) == len(lvalue.items):
+        items = whole.items
+    elif whole is not None:
+        with checker.msg.filter_errors():
+            items = [checker.iterable_item_type(whole, target)] * len(lvalue.items)
+    else:
+        return None
+    typed = zip(lvalue.items, items, strict=True)
+    parts = (_part(checker, item, None, part, target) for item, part in typed)
+    return next((part for part in parts if part is not None), None)
+
+
+def _starred(items: list[Expression]) -> bool:
+    return any(isinstance(item, StarExpr) for item in items)
 
 
 def _fail(

@@ -19,11 +19,13 @@ or ``NamedTuple`` with an item that holds trusted text (``holds_trusted``):
 
 - ``__setitem__`` called with a key written in the code whose item holds trusted text, and
   a value that mypy would not accept in ``settings["prompt"] = value``; with a key not
-  known in the code, a value that is not trusted text of every such item; ``__setitem__``
-  named other than as what a call calls;
-- ``_make()`` given a display (a list, a tuple) or an object typed as a tuple, read item by
-  item against the fields; or another iterable, whose items are judged against each
-  trusted field.
+  known in the code, a value that is not trusted text of every such item; with unpacked
+  arguments (``settings.__setitem__(*pair)``), always; ``__setitem__`` named other than as
+  what a call calls;
+- ``_make()`` given (by position or as ``iterable=``) a display (a list, a tuple) or an
+  object typed as a tuple, read item by item against the fields; or another iterable, whose
+  items are judged against each trusted field; with unpacked arguments (``_make(*rows)``),
+  always.
 
 Hooks: the first call hook run in a module keeps the expressions that name
 ``__setitem__`` or ``_make`` (:func:`note`, over the expressions it walks already); the end
@@ -39,7 +41,10 @@ from mypy.checker import TypeChecker
 from mypy.checkexpr import has_any_type
 from mypy.messages import format_type
 from mypy.nodes import (
+    ARG_NAMED,
     ARG_POS,
+    ARG_STAR,
+    ARG_STAR2,
     CallExpr,
     Context,
     DictExpr,
@@ -104,8 +109,8 @@ def report(checker: TypeChecker) -> None:
             _check_setitem(checker, owner, member, call)
         elif member.name == _MAKE and call is not None:
             fields = _named_tuple(owner)
-            if fields is not None and call.args and call.arg_kinds[0] == ARG_POS:
-                _check_make(checker, fields, call.args[0], call)
+            if fields is not None:
+                _check_make_call(checker, fields, call)
 
 
 def _check_setitem(
@@ -125,8 +130,12 @@ def _check_setitem(
             code=errorcodes.FORGE,
         )
         return
-    if len(call.args) != 2 or call.arg_kinds != [ARG_POS, ARG_POS]:
+    if _unpacked(call):
+        writer = f'__setitem__() of the TypedDict "{name}", called by its name'
+        _fail_unpacked(checker, writer, f"its items {_listed(trusted)}", call)
         return
+    if len(call.args) != 2 or call.arg_kinds != [ARG_POS, ARG_POS]:
+        return  # mypy refuses the call
     key, value = call.args
     written = _written(checker, value)
     if written is None:
@@ -172,6 +181,28 @@ def _named_tuple(owner: Type | None) -> TupleType | None:
     return None
 
 
+def _check_make_call(checker: TypeChecker, fields: TupleType, call: CallExpr) -> None:
+    """Judge ``_make(iterable)``, its iterable passed by position or by name; with unpacked
+    arguments (``_make(*rows)``), a class with a trusted field is reported."""
+    info = fields.partial_fallback.type
+    if _unpacked(call):
+        named = zip(_field_names(fields), fields.items, strict=False)
+        trusted = {name: typ for name, typ in named if holds_trusted(typ)}
+        if trusted:
+            _fail_unpacked(checker, f"{info.name}._make()", f"its fields {_listed(trusted)}", call)
+        return
+    for arg, kind, name in zip(call.args, call.arg_kinds, call.arg_names, strict=True):
+        if kind == ARG_POS or (kind == ARG_NAMED and name == "iterable"):
+            _check_make(checker, fields, arg, call)
+            return
+
+
+def _unpacked(call: CallExpr) -> bool:
+    """Whether ``call`` passes arguments unpacked (``*pair``, ``**options``): the plugin
+    cannot tell which parameter gets which value."""
+    return any(kind in (ARG_STAR, ARG_STAR2) for kind in call.arg_kinds)
+
+
 def _check_make(checker: TypeChecker, fields: TupleType, given: Expression, call: CallExpr) -> None:
     info = fields.partial_fallback.type
     for name, declared, written in _fills(checker, fields, given, call):
@@ -187,9 +218,7 @@ def _fills(
     checker: TypeChecker, fields: TupleType, given: Expression, call: CallExpr
 ) -> Iterator[tuple[str, Type, Type]]:
     """Each field's name, declared type, and the type of what ``_make(given)`` puts there."""
-    info = fields.partial_fallback.type
-    names: list[str] = list(info.metadata.get("namedtuple", {}).get("fields", []))
-    names += [f"#{index + 1}" for index in range(len(names), len(fields.items))]
+    names = _field_names(fields)
     if isinstance(given, ListExpr | TupleExpr):
         for name, declared, item in zip(names, fields.items, given.items, strict=False):
             typ = _written(checker, item)
@@ -207,6 +236,13 @@ def _fills(
             element = checker.iterable_item_type(typ, call)
         for name, declared in zip(names, fields.items, strict=False):
             yield name, declared, element
+
+
+def _field_names(fields: TupleType) -> list[str]:
+    """The names of a ``NamedTuple``'s fields (``#2`` where mypy keeps none)."""
+    info = fields.partial_fallback.type
+    names: list[str] = list(info.metadata.get("namedtuple", {}).get("fields", []))
+    return names + [f"#{index + 1}" for index in range(len(names), len(fields.items))]
 
 
 def _listed(items: dict[str, Type]) -> str:
@@ -229,4 +265,15 @@ def _fail(checker: TypeChecker, writer: str, written: Type, what: str, context: 
         f"class's constructor), and mint the text with {_MINT}",
         context,
         code=code,
+    )
+
+
+def _fail_unpacked(checker: TypeChecker, writer: str, what: str, call: CallExpr) -> None:
+    checker.fail(
+        f"{writer} got unpacked arguments, where {what} hold trusted text: mypy types that "
+        "method as taking Any, and the plugin cannot tell which item gets which value; "
+        f'{_CONSEQUENCE}; fill the item where mypy checks it (d["key"] = value, the '
+        f"class's constructor), and mint the text with {_MINT}",
+        call,
+        code=errorcodes.FORGE,
     )
