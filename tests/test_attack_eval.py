@@ -11,6 +11,7 @@ import gzip
 import json
 import math
 import re
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -486,19 +487,30 @@ def test_timeout_bounds_the_whole_answer_not_each_read(
 
 
 @contextmanager
-def _endless_headers() -> Iterator[str]:
-    """A chat server that sends headers without end, a line every half second (each read
-    comes well within a second; the client's limit on a header's size ends it at last)."""
+def _endless_headers(
+    tls: ssl.SSLContext | None = None,
+    lines: int = 100_000,
+    delivered: threading.Event | None = None,
+) -> Iterator[str]:
+    """A chat server that sends headers a line every half second (each read comes well
+    within a second; the client's limit on a header's size ends it at last), and after
+    ``lines`` of them a whole answer, setting ``delivered``; over HTTPS when given ``tls``,
+    the server's context."""
+    body = chat("A summary of the document, after headers that took their time.")[2]
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
             try:
                 self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
-                for number in range(100_000):
+                for number in range(lines):
                     self.wfile.write(f"X-Padding-{number}: {'p' * 200}\r\n".encode())
                     self.wfile.flush()
                     time.sleep(0.5)
+                self.wfile.write(f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+                self.wfile.flush()
+                if delivered is not None:
+                    delivered.set()
             except OSError:
                 pass  # the client gave up
 
@@ -507,13 +519,83 @@ def _endless_headers() -> Iterator[str]:
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        scheme = "http" if tls is None else "https"
+        yield f"{scheme}://127.0.0.1:{httpd.server_address[1]}/v1"
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def _self_signed(directory: Path) -> tuple[ssl.SSLContext, Path]:
+    """A server context with a certificate for 127.0.0.1, and the file that trusts it."""
+    crypto = pytest.importorskip("cryptography")
+    del crypto
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    trusted = directory / "cert.pem"
+    trusted.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    private = directory / "key.pem"
+    private.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(trusted, private)
+    return context, trusted
+
+
+@NEEDS_HTTP
+def test_timeout_bounds_the_headers_of_an_https_endpoint_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The deadline shut the TCP socket it was told of when the connection was made, but
+    # over HTTPS that socket is handed to the TLS layer (detached: no descriptor left), so
+    # the shutdown failed quietly and a server trickling its headers was waited for as
+    # before (here the answer came, some 6 s after --timeout 1): most endpoints are HTTPS.
+    tls, trusted = _self_signed(tmp_path)
+    monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
+    delivered = threading.Event()
+    with _endless_headers(tls, lines=12, delivered=delivered) as url:
+        argv = endpoint_argv(url, tmp_path / "run.json", "--limit", "2", "--timeout", "1")
+        assert main(argv) == 1
+        # The connection was shut when the time was up, not read to its end and then
+        # called late: the server never got to hand its answer over.
+        assert not delivered.is_set()
+    err = capsys.readouterr().err
+    assert "gave no answer for model 'tiny' within 1 s" in err
+    assert "--timeout" in err
 
 
 @NEEDS_HTTP

@@ -342,7 +342,10 @@ class _Deadline:
     httpx bounds each read, not the status line and headers as a whole, nor the body:
     a timer thread shuts the socket (the one httpx's ``trace`` extension names when it
     connects) when the time is up, which ends the read waiting on it. :attr:`passed`
-    then tells the error that follows from a server that hung up.
+    then tells the error that follows from a server that hung up. Over HTTPS the socket
+    connected is handed to the TLS layer, which takes its descriptor (shutting the first
+    one down did nothing, and headers trickled as before): the socket the TLS handshake
+    returns is the one kept then. So is one a proxy's connection is made on.
     """
 
     def __init__(self, timeout: float) -> None:
@@ -360,8 +363,10 @@ class _Deadline:
         self._timer.cancel()
 
     def trace(self, event: str, info: Mapping[str, Any]) -> None:
-        """httpx's ``trace`` extension: keep the socket the answer's connection is made on."""
-        if event != "connection.connect_tcp.complete":
+        """httpx's ``trace`` extension: keep the socket the answer's connection is made on,
+        or the one its TLS handshake made of it (``connection.start_tls``, a proxy's
+        ``socks.connect_tcp``, ``proxy.start_tls``: the latest made is the one read)."""
+        if not event.endswith((".connect_tcp.complete", ".start_tls.complete")):
             return
         stream = info.get("return_value")
         found = stream.get_extra_info("socket") if stream is not None else None
