@@ -43,7 +43,11 @@ call, not trusted; a ``tools/list_changed`` notification is logged and checks
 at once. Calls go through :func:`veridic.aexecute` like any tool: approvals,
 audit, guards. The server's results are :class:`~veridic.UntrustedText`: their
 content as text, cut at the server's ``result_limit`` (100,000 characters by
-default) with a note of what was cut (``veridic.integrations.mcp._results``).
+default) with a note of what was cut (``veridic.integrations.mcp._results``). A stdio
+server's stdout is read a whole line (one message) at a time, each line held to a hundred
+times the larger of the server's ``result_limit`` and ``describe_limit``: a longer one is
+dropped up to its end, never held whole, and the request it answered fails saying so
+(``veridic.integrations.mcp._lines``).
 
 The client grants no sampling, elicitation or roots: on protocol 2026-07-28 a call
 whose server asks for one fails, saying what it asked for; on the handshake
@@ -271,7 +275,9 @@ def stdio(
     would be in the provider's tool list of every request, so it is registered
     unavailable, saying why, and the log gives its size. A tool that matches its pin
     is not bounded: its size was reviewed with it. The server's instructions
-    (``connection.instructions``) are cut at ``describe_limit`` too, saying so.
+    (``connection.instructions``) are cut at ``describe_limit`` too, saying so. One
+    line of the server's stdout (one message) may take a hundred times the larger of
+    the two limits: a longer one is dropped, and the request it answered fails saying so.
 
     Raises:
         ProvenanceError: the name is text branded untrusted (it is printed in the
