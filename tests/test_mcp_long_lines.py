@@ -141,6 +141,21 @@ def test_a_line_over_the_limit_is_dropped_whole_and_the_next_message_is_read(
     assert len(_warnings(caplog)) == 1  # two lines dropped, one warning for the connection
 
 
+def test_a_listing_over_the_limit_fails_its_recheck_naming_the_limit(tmp_path: Path) -> None:
+    spec = tmp_path / "tools.json"
+    server = _server(spec, [{"name": "search", "input_schema": QUERY}], timeout=2.0)
+
+    async def run() -> None:
+        async with connect(Registry(), server, declare={"search": Declared("query")}) as connection:
+            _server(spec, [{"name": "search", "input_schema": QUERY, "description": "d" * LIMIT}])
+            await connection.recheck()
+
+    with pytest.raises(IntegrationError, match=f"{LIMIT:,} characters") as raised:
+        asyncio.run(run())
+    assert "its answer to tools/list was lost" in str(raised.value)
+    assert raised.value.reason == "the MCP server wrote a line over the client's line limit"
+
+
 def test_a_server_whose_first_line_never_ends_is_a_boot_failure_naming_the_limit(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
