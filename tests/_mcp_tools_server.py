@@ -23,7 +23,10 @@ error. A file holding ``{"list_error": text}`` instead of a list makes every
 that changes (or dies) right after telling the client so. One holding ``"log"``, a list
 of ``[level, data, logger]``, sends each as a log message (``notifications/message``)
 during the call, before it answers. ``VERIDIC_TEST_MCP_INSTRUCTIONS``, when set, is
-the server's ``instructions`` (what it tells a client at the start to follow).
+the server's ``instructions`` (what it tells a client at the start to follow). One
+holding ``"endless": true`` writes one line to stdout that never ends (no newline, ever)
+instead of answering: what a hostile server does to a client that holds a line until
+its end.
 
     python tests/_mcp_tools_server.py            # stdio
     python tests/_mcp_tools_server.py --http PORT
@@ -43,6 +46,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 SPEC = os.environ["VERIDIC_TEST_MCP_SPEC"]
+_WIRE = os.dup(1)  # the client's pipe: while serving, the SDK points fd 1 at stderr
 
 
 def _tools() -> list[types.Tool]:
@@ -104,6 +108,8 @@ async def _call(
         await anyio.sleep(entry["sleep"])
     if entry.get("exit"):
         os._exit(3)  # a server that dies in the middle of a call
+    if entry.get("endless"):
+        _endless_line()
     if "raise" in entry:
         raise MCPError(code=entry["raise"]["code"], message=entry["raise"]["message"])
     if "input_required" in entry:
@@ -123,6 +129,14 @@ async def _call(
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)], is_error=params.name == "fail"
     )
+
+
+def _endless_line() -> None:
+    """Write one line to stdout that never ends, until the client closes the pipe."""
+    piece = b'{"jsonrpc": "2.0", "padding": "' + b"x" * 65536
+    while True:
+        os.write(_WIRE, piece)
+        piece = b"x" * 65536
 
 
 SERVER: Server[Any] = Server(

@@ -43,7 +43,11 @@ call, not trusted; a ``tools/list_changed`` notification is logged and checks
 at once. Calls go through :func:`veridic.aexecute` like any tool: approvals,
 audit, guards. The server's results are :class:`~veridic.UntrustedText`: their
 content as text, cut at the server's ``result_limit`` (100,000 characters by
-default) with a note of what was cut (``veridic.integrations.mcp._results``).
+default) with a note of what was cut (``veridic.integrations.mcp._results``). A stdio
+server's stdout is read a whole line (one message) at a time, each line held to a hundred
+times the larger of the server's ``result_limit`` and ``describe_limit``: a longer one is
+dropped up to its end, never held whole, and the request it answered fails saying so
+(``veridic.integrations.mcp._lines``).
 
 The client grants no sampling, elicitation or roots: on protocol 2026-07-28 a call
 whose server asks for one fails, saying what it asked for; on the handshake
@@ -104,6 +108,9 @@ from veridic.errors import (
     ToolUnavailableError,
     VeridicError,
 )
+from veridic.integrations.mcp._lines import REASON as _LINE_REASON
+from veridic.integrations.mcp._lines import LongLines, line_limit
+from veridic.integrations.mcp._lines import registered as _bounded_lines
 from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins, _canonical, _twice
 from veridic.integrations.mcp._results import RESULT_LIMIT, bounded, result_text
 from veridic.integrations.mcp._server_log import ServerLog
@@ -268,7 +275,9 @@ def stdio(
     would be in the provider's tool list of every request, so it is registered
     unavailable, saying why, and the log gives its size. A tool that matches its pin
     is not bounded: its size was reviewed with it. The server's instructions
-    (``connection.instructions``) are cut at ``describe_limit`` too, saying so.
+    (``connection.instructions``) are cut at ``describe_limit`` too, saying so. One
+    line of the server's stdout (one message) may take a hundred times the larger of
+    the two limits: a longer one is dropped, and the request it answered fails saying so.
 
     Raises:
         ProvenanceError: the name is text branded untrusted (it is printed in the
@@ -352,15 +361,16 @@ async def list_tools(server: McpServer) -> tuple[PinnedTool, ...]:
             after 100 pages).
         MissingExtraError: the ``mcp`` package is not installed.
     """
+    lines = _long_lines(server)
     with _plain_errors():
         async with AsyncExitStack() as stack:
             try:
-                client = await _open(server, stack, None)
+                client = await _open(server, stack, None, lines)
                 listed = await _listing(client, server, refresh=True)
             except (MissingExtraError, _RefusedListing):
                 raise
             except Exception as error:
-                raise _unreachable(server, error) from error
+                raise _unreachable(server, error, lines) from error
     _by_name(server, listed)
     _refuse_alike(server, listed)
     return listed
@@ -421,14 +431,17 @@ async def connect(
             connection._tasks = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(connection._tasks.cancel_scope.cancel)
             try:
-                connection._client = await _open(server, stack, connection._notified)
+                connection._client = await _open(
+                    server, stack, connection._notified, connection._lines
+                )
                 listed = await _listing(connection._client, server, refresh=True)
             except (MissingExtraError, _RefusedListing):
                 raise
             except Exception as error:
-                failure = _unreachable(server, error)
+                failure = _unreachable(server, error, connection._lines)
                 _log.warning("%s", failure)
-                connection._register_unreachable(registry, hint, declared, failure, _reason(error))
+                reason = _reason(error, connection._lines)
+                connection._register_unreachable(registry, hint, declared, failure, reason)
             else:
                 _by_name(server, listed)
                 _refuse_alike(server, listed)
@@ -496,6 +509,10 @@ class McpConnection:
     _lost: bool = field(default=False, repr=False)
     _checking: bool = field(default=False, repr=False)
     _again: bool = field(default=False, repr=False)
+    _lines: LongLines = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._lines = _long_lines(self.server)
 
     @property
     def tools(self) -> tuple[str, ...]:
@@ -513,8 +530,14 @@ class McpConnection:
                 its listing did not end.
         """
         client = self._live()
-        listed = _by_name(self.server, await _listing(client, self.server, refresh=True))
-        return self._withhold_changed(listed)
+        since = self._lines.dropped
+        try:
+            listed = await _listing(client, self.server, refresh=True)
+        except Exception as error:
+            if self._dropped_since(since, error):
+                raise self._lines.error("its answer to tools/list was lost") from error
+            raise
+        return self._withhold_changed(_by_name(self.server, listed))
 
     # --- registering ---------------------------------------------------------------
 
@@ -753,9 +776,13 @@ class McpConnection:
         if reason is not None:
             raise self._unavailable(name, reason)
         client = self._live()
+        since = self._lines.dropped
         try:
             listed = _by_name(self.server, await _listing(client, self.server, refresh=False))
         except Exception as error:
+            if self._dropped_since(since, error):
+                lost = f"its answer to tools/list was lost and tool {name!r} was not called"
+                raise self._lines.error(lost) from error
             if await self._lost_connection(client, error):
                 raise self._live_error() from error
             raise
@@ -770,6 +797,10 @@ class McpConnection:
             with anyio.fail_after(self.server.timeout):
                 result = await client.call_tool(name, arguments)  # type: ignore[attr-defined]  # an mcp.Client
         except Exception as error:
+            if self._dropped_since(since, error):
+                lost = f"the call of tool {name!r} got no answer; check what it did before "
+                lost += "calling it again"
+                raise self._lines.error(lost, ran=True) from error
             if _timed_out(error):
                 raise _unanswered(self.server, name) from error
             if await self._lost_connection(client, error):
@@ -785,6 +816,11 @@ class McpConnection:
             raise _answered_error(self.server, name, text)  # quoted clipped, its length said
         text = bounded(text, self.server.result_limit, self.server.name, name)
         return untrusted(text, source=f"mcp:{self.server.name}/{name}")
+
+    def _dropped_since(self, since: int, error: BaseException) -> bool:
+        """Whether ``error`` is a request left unanswered while the server wrote a line
+        over the line limit (its answer, most likely, dropped with the line)."""
+        return self._lines.dropped > since and any(_timed_out(leaf) for leaf in _leaves(error))
 
     def _withhold_changed(self, listed: Mapping[str, PinnedTool]) -> tuple[PinChange, ...]:
         found: list[PinChange] = []
@@ -902,7 +938,15 @@ class McpConnection:
 # --- the SDK ---------------------------------------------------------------------------
 
 
-async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) -> object:
+def _long_lines(server: McpServer) -> LongLines:
+    """The line limit of ``server``'s stdout (``_lines``: a hundred times the larger of its
+    result and describe limits), and the lines dropped over it."""
+    return LongLines(server.name, line_limit(server.result_limit, server.describe_limit))
+
+
+async def _open(
+    server: McpServer, stack: AsyncExitStack, on_message: object, lines: LongLines
+) -> object:
     mcp = require("mcp", _EXTRA, "veridic.integrations.mcp")
     target: object
     errors: ServerStderr | None = None
@@ -914,13 +958,16 @@ async def _open(server: McpServer, stack: AsyncExitStack, on_message: object) ->
             args=list(server.command[1:]),
             env=dict(server.env) if server.env is not None else None,
             cwd=server.cwd,
+            # Each line of its stdout held to the line limit: the SDK's own reading holds a
+            # line whole, however long (``_lines``).
+            encoding=_bounded_lines(),
         )
         # The server's stderr is its own text: logged line by line, quoted and capped per
         # window (``_stderr``), never written raw to the operator's terminal. Read until
         # the server is gone; the count of the last window is said when the pipe ends.
         errors = ServerStderr(server.name)
         stack.push_async_callback(errors.aclose)
-        target = mcp.stdio_client(parameters, errlog=errors.file)
+        target = lines.transport(mcp.stdio_client(parameters, errlog=errors.file))
     # Its log messages are logged quoted, capped per window (``_server_log``); the count of
     # those not logged in the last window is said when the connection closes.
     logged = ServerLog(server.name)
@@ -1406,8 +1453,10 @@ def _plain_errors() -> Iterator[None]:
         raise leaves[0] from leaves[0].__cause__
 
 
-def _reason(error: BaseException) -> TrustedInstruction:
+def _reason(error: BaseException, lines: LongLines) -> TrustedInstruction:
     """What the capability section says of a server that failed (never the error's text)."""
+    if lines.dropped and any(_timed_out(leaf) for leaf in _leaves(error)):
+        return instruction(_LINE_REASON)
     if any(_timed_out(leaf) for leaf in _leaves(error)):
         return instruction("the MCP server did not answer in time")
     return instruction("the MCP server did not start")
@@ -1420,8 +1469,12 @@ def _timed_out(error: BaseException) -> bool:
     return isinstance(error, TimeoutError) or code == _REQUEST_TIMEOUT
 
 
-def _unreachable(server: McpServer, error: BaseException) -> IntegrationError:
-    reason = str(_reason(error))
+def _unreachable(server: McpServer, error: BaseException, lines: LongLines) -> IntegrationError:
+    reason = str(_reason(error, lines))
+    if reason == _LINE_REASON:
+        return lines.error(
+            f"it did not answer in time ({server._where}); its tools are unavailable until it does"
+        )
     told = "; ".join(_quoted(leaf) for leaf in _leaves(error))
     return IntegrationError(
         f"MCP server {server.name!r} ({server._where}): {reason} "
