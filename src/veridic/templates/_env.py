@@ -264,7 +264,7 @@ class _InstructionContext(Context):
             kwargs.pop("_block_vars", None)
             return __obj(*args, **kwargs)  # its output: text the macro wrote
         result = Context.call(__self, __obj, *args, **kwargs)
-        if type(result) in _PLAIN:
+        if type(result) in _PLAIN or _of_a_checked_holder(__obj):
             return result
         name = getattr(__obj, "__name__", None)
         shown = f"{name}()" if isinstance(name, str) else "a call"
@@ -286,6 +286,15 @@ or a method (what a call of it returns is looked at: :class:`_InstructionContext
 _CHECKED: Final = frozenset({dict, list, tuple})
 """Holders whose items were checked already: the render's copy of its values, checked
 before it, and what :func:`handed_out` searched (globals hold no containers)."""
+
+
+def _of_a_checked_holder(called: object) -> bool:
+    """Whether ``called`` is a method of a dict, list or tuple (``row.items()``,
+    ``names.index(x)``): what it returns holds only what the holder holds, searched
+    already (:data:`_CHECKED`). A record's key equal to a declared one is taken whatever
+    its brand (``_params._record``), so searching ``row.items()`` again refused a record
+    its check had taken."""
+    return type(called) is types.BuiltinMethodType and type(called.__self__) in _CHECKED
 
 
 def _checked(name: str, function: Callable[..., object]) -> Callable[..., object]:
