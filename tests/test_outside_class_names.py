@@ -27,15 +27,21 @@ from test_read18_runloop import _async_refunds
 from veridic import (
     ApprovalPolicy,
     AuditRecord,
+    AuditSink,
+    AuditWriteError,
     CallResult,
     Composer,
+    ModelGateway,
     Registry,
+    ScriptedProvider,
     SQLiteAuditSink,
     ToolView,
     VeridicError,
     execute,
+    normalize_plan,
 )
 from veridic.integrations.mcp.server import McpRequest, mcp_server
+from veridic.run.executor import execute_plan
 from veridic.run.telemetry import instrumented
 from veridic.testing import adversarial_text
 
@@ -86,7 +92,7 @@ def _view(kind: type[BaseException]) -> ToolView:
     return registry.view()
 
 
-def _fetch(view: ToolView, audit: SQLiteAuditSink) -> CallResult:
+def _fetch(view: ToolView, audit: AuditSink) -> CallResult:
     return execute(
         view,
         "fetch_report",
@@ -218,7 +224,8 @@ def test_an_interrupted_confirm_whose_record_the_store_refused_is_logged_escaped
     (logged,) = [r for r in caplog.records if r.name == "veridic.executor"]
     message = logged.getMessage()
     _inert(message, 4000)
-    assert message.count("'Boom\\x1b[2J\\n##") == 2  # each class, still recognisable
+    first_line = message.split("\n", 1)[0]
+    assert first_line.count("'Boom\\x1b[2J\\n##") == 2  # each class, still recognisable
 
 
 class _Refused(SpanProcessor):
@@ -330,3 +337,193 @@ def test_an_mcp_client_is_told_a_view_factorys_forged_class_name_escaped() -> No
     assert isinstance(block, types.TextContent)
     _inert(block.text, 500)
     assert "nothing ran" in block.text
+
+
+# --- a store's, a plan's and a boot check's errors named by outside text ---------------------
+
+
+class _Unreadable(Exception):
+    """An error whose message cannot be read: its ``__str__`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("unreadable")
+
+
+@dataclass
+class _RaisingSink:
+    """A store whose ``write`` raises ``error``."""
+
+    error: BaseException
+
+    def write(self, record: AuditRecord, /) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [_named(_Failing(FORGED))(f"the row was refused: {FORGED}"), _Unreadable()],
+    ids=["forged-class", "unreadable-message"],
+)
+def test_a_store_refusal_named_or_worded_by_outside_text_still_raises_the_audit_write_error(
+    failure: Exception,
+) -> None:
+    """``AuditWriteError``'s message formatted the store failure's class and message with an
+    f-string: a driver's error whose class's ``__format__`` raised, or whose ``__str__``
+    raised, replaced the ``AuditWriteError`` (and the result and record it carries) with
+    that error, and a forged name or message wrote lines of its own in the error."""
+    with pytest.raises(AuditWriteError) as raised:
+        _fetch(_view(LookupError), _RaisingSink(failure))
+    message = str(raised.value)
+    _inert(message, 2000)
+    assert raised.value.result.record.tool == "fetch_report"
+    assert "could not be written" in message
+
+
+def test_a_plain_store_refusal_is_quoted_as_it_is() -> None:
+    with pytest.raises(AuditWriteError) as raised:
+        _fetch(_view(LookupError), _RaisingSink(OSError("database is locked")))
+    assert "(OSError: database is locked)" in str(raised.value)
+
+
+def test_an_interrupt_named_by_outside_text_landing_in_the_write_keeps_going() -> None:
+    """Ctrl-C (an application's ``KeyboardInterrupt`` subclass) inside the store's write:
+    the note on it formatted its class's name with an f-string, so a name whose
+    ``__format__`` raised replaced the interrupt with that error."""
+    interrupt = _named(_Failing(FORGED), KeyboardInterrupt)
+    with pytest.raises(interrupt) as raised:
+        _fetch(_view(LookupError), _RaisingSink(interrupt()))
+    (note,) = raised.value.__notes__
+    _inert(note, 2000)
+    assert "'Boom\\x1b[2J\\n##" in note
+
+
+def test_a_plan_step_interrupted_by_a_class_named_by_outside_text_keeps_the_interrupt() -> None:
+    """``execute_plan`` noted on the error of a step's call its class's name with an
+    f-string: an interrupt whose class's ``__format__`` raised was replaced by that error,
+    and a forged name wrote a line of its own in the traceback's notes."""
+    interrupt = _named(_Failing(FORGED), KeyboardInterrupt)
+    view = _view(interrupt)
+    plan = normalize_plan([{"id": "s0", "tool": "fetch_report", "arguments": {"key": "k"}}], view)
+    with pytest.raises(interrupt) as raised:
+        execute_plan(
+            view,
+            plan,
+            policy=ApprovalPolicy(view),
+            audit=SQLiteAuditSink(),
+            request_id="r",
+            prompt_sha256="0" * 64,
+        )
+    notes = raised.value.__notes__
+    assert any("stopped at step" in note for note in notes)
+    for note in notes:
+        _inert(note, 2000)
+
+
+def test_a_store_refusal_under_an_interrupt_is_logged_without_its_raw_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The log line of a record refused while an interrupt goes on carried the store's
+    error as ``exc_info``: its traceback printed the store's message raw (a driver quoting
+    the refused row), and ran its ``__str__`` when the line was written."""
+    interrupt = _named(_Failing(FORGED), KeyboardInterrupt)
+
+    def confirm(request: object) -> bool:
+        raise interrupt
+
+    registry = Registry()
+
+    @registry.tool(kind="write")
+    def send_report(key: str) -> str:
+        """Send a report to the customer.
+
+        Args:
+            key: The report's key.
+        """
+        return "sent"
+
+    view = registry.view()
+    refused = _named(_Failing(FORGED))(f"the row was refused: {FORGED}")
+    with caplog.at_level(logging.ERROR, logger="veridic.executor"), pytest.raises(interrupt):
+        execute(
+            view,
+            "send_report",
+            {"key": "k"},
+            policy=ApprovalPolicy(view),
+            audit=_RaisingSink(refused),
+            request_id="r",
+            prompt_sha256="0" * 64,
+            confirm=confirm,
+        )
+    (line,) = _lines(caplog, "veridic.executor")
+    _inert(line, 8000)
+    assert "the row was refused: " in line  # still recognisable
+
+
+def test_a_concurrent_calls_error_named_by_outside_text_is_noted_on_the_one_raised() -> None:
+    """Of a reply's concurrent calls, the error not raised was noted on the one raised with
+    an f-string of its class's ``__qualname__`` and an unguarded ``str()``: a name whose
+    ``__format__`` raised, or a message that could not be read, replaced the error raised
+    with that one."""
+
+    class _Stop(BaseException):
+        """An application's own stop, raised by a handler."""
+
+    stop = _named("Stop", _Stop)
+    stop.__qualname__ = _Failing(FORGED)
+
+    class _Silent(_Stop):
+        def __str__(self) -> str:
+            raise RuntimeError("unreadable")
+
+    stops = iter([stop, _Silent])
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    async def fetch_report(key: str) -> str:
+        """Fetch a report a worker built.
+
+        Args:
+            key: The report's key.
+        """
+        raise next(stops)("stopped")
+
+    view = registry.view()
+    calls = {
+        "tool_calls": [
+            ("c1", "fetch_report", '{"key": "a"}'),
+            ("c2", "fetch_report", '{"key": "b"}'),
+        ]
+    }
+    running = ModelGateway(ScriptedProvider([calls], asynchronous=True), audit=SQLiteAuditSink())
+    composer = Composer().system(SYSTEM).user("Fetch both reports.")
+    with pytest.raises(_Stop) as raised:
+        asyncio.run(running.arun(composer, view, policy=ApprovalPolicy(view), request_id="r"))
+    notes = [note for note in raised.value.__notes__ if "raised too" in note]
+    assert len(notes) == 1
+    _inert(notes[0], 2000)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [_named(_Failing(FORGED))("licence server down"), _Unreadable()],
+    ids=["forged-class", "unreadable-message"],
+)
+def test_a_boot_check_error_named_or_worded_by_outside_text_still_marks_it_not_started(
+    error: Exception,
+) -> None:
+    """A component's failed boot was described with an f-string of its error's
+    ``__qualname__`` and an unguarded ``str()``: a name whose ``__format__`` raised, or a
+    message that could not be read, made the boot raise that error instead of telling the
+    component did not start."""
+    if type(error) is not _Unreadable:
+        type(error).__qualname__ = _Failing(FORGED)
+
+    def boot() -> None:
+        raise error
+
+    registry = Registry("shop")
+    registry.component("Billing", boot=boot, hint="Renew the licence.")
+    registry.view()
+    (state,) = registry.components()
+    assert state.started is False
+    _inert(state.detail, 2000)

@@ -122,8 +122,9 @@ def test_an_interrupted_call_whose_record_cannot_be_written_is_logged_and_the_in
     assert "'wait_for_operator'" in message
     assert "'req-41'" in message
     assert "could not be written" in message
-    assert logged.exc_info is not None
-    assert isinstance(logged.exc_info[1], AuditWriteError)
+    # The AuditWriteError and the store's error that caused it, with their frames.
+    assert "AuditWriteError: " in message
+    assert "OperationalError: database or disk is full\n\nwhich led to:" in message
     assert [record.outcome for record in sink.attempts] == [CallOutcome.FAILED]
     assert any("could not be written" in note for note in caught.value.__notes__)
 

@@ -7,6 +7,7 @@ a second copy of every prompt.
 
 from __future__ import annotations
 
+import traceback
 from collections.abc import Sequence
 
 from veridic._workflow_commands import inert_line
@@ -83,16 +84,83 @@ def shown(text: str) -> str:
 
 def class_named(error: BaseException) -> str:
     """Give the name of ``error``'s class as veridic writes it in a log line, an audit
-    record or the text the model reads: :func:`shown`, with nothing a CI runner would obey
-    as a workflow command (:func:`~veridic._workflow_commands.inert_line`).
+    record or the text the model reads: :func:`named`.
 
     A class's ``__name__`` is whatever made the class said: a task queue's client or an
     RPC library names the class of a remote error by what the remote end sent, and it
     may be a ``str`` subclass whose ``__format__`` or ``__str__`` raises or lies, after
-    the handler ran and before its record is written. ``str.__str__`` copies its
-    characters without running any of its methods.
+    the handler ran and before its record is written.
 
     >>> class_named(KeyError()), class_named(type("Boom\\n##[error]", (Exception,), {})())
     ('KeyError', "'Boom\\\\n##⟦U+005B⟧error]'")
     """
-    return inert_line(shown(str.__str__(type(error).__name__)))
+    return named(type(error).__name__)
+
+
+def named(name: str) -> str:
+    """Give a name from outside (a class's ``__name__`` or ``__qualname__``) as veridic
+    writes it: :func:`shown`, with nothing a CI runner would obey as a workflow command
+    (:func:`~veridic._workflow_commands.inert_line`). ``str.__str__`` copies the name's
+    characters without running any of its methods (it may be a ``str`` subclass).
+
+    >>> named("Outer.Inner"), named("::error::x")
+    ('Outer.Inner', '⟦U+003A⟧:error::x')
+    """
+    return inert_line(shown(str.__str__(name)))
+
+
+def error_message(error: BaseException) -> str:
+    """``str(error)`` as a plain ``str``, or what stands in for it when the exception's
+    ``__str__`` raises or gives no text: whoever reads it (a record being written, a log
+    line, an error of veridic's that reports it) must go on whatever the error does.
+
+    A ``str`` subclass the ``__str__`` returns is copied by ``str.__str__``: its own
+    ``__format__``, ``__str__`` or ``__repr__`` would run wherever the message is written.
+
+    >>> class Broken(Exception):
+    ...     def __str__(self) -> str:
+    ...         raise KeyError("no message")
+    >>> error_message(ValueError("bad key")), error_message(Broken())
+    ('bad key', '<its message could not be read: str() raised KeyError>')
+    """
+    try:
+        return str.__str__(str(error))
+    except Exception as failure:  # the error's own fault, said in its place
+        return f"<its message could not be read: str() raised {class_named(failure)}>"
+
+
+def message_shown(error: BaseException) -> str:
+    """``error``'s message (:func:`error_message`) for one line of a log or of an error
+    that reports it: :func:`shown`, with nothing a CI runner would obey. The message is
+    often outside text (a database quoting a row, a collector's answer).
+
+    >>> message_shown(OSError("disk full")), message_shown(OSError("a\\n##[error]b"))
+    ('disk full', "'a\\\\n##⟦U+005B⟧error]b'")
+    """
+    return inert_line(shown(error_message(error)))
+
+
+def traceback_shown(error: BaseException) -> str:
+    """``error``'s traceback for a log, with the errors that caused it (its ``__cause__``,
+    else its ``__context__`` unless suppressed), first cause first: the frames of each,
+    then its class (:func:`class_named`) and its message (:func:`message_shown`).
+
+    What ``exc_info`` would print, but without writing any message raw (a store's or an
+    exporter's may quote outside text) and without running an exception's ``__str__``
+    unguarded when the log line is written.
+    """
+    chain: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not seen for seen in chain):
+        chain.append(current)
+        cause = current.__cause__
+        current = (
+            cause if cause is not None or current.__suppress_context__ else current.__context__
+        )
+    told = (
+        "Traceback (most recent call last):\n"
+        + "".join(traceback.format_tb(each.__traceback__))
+        + f"{class_named(each)}: {message_shown(each)}"
+        for each in reversed(chain)
+    )
+    return "\n\nwhich led to:\n\n".join(told)

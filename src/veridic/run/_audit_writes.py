@@ -20,7 +20,7 @@ from functools import partial
 from typing import Final, Protocol, runtime_checkable
 
 from veridic._counted import counted
-from veridic._sample import clip
+from veridic._sample import class_named, clip, message_shown, traceback_shown
 from veridic.errors import VeridicError
 from veridic.run.audit import AsyncAuditSink, AuditSink
 from veridic.run.records import AuditRecord, ModelCallRecord, _storable
@@ -393,13 +393,13 @@ def _written_later(
     if failure is not None:
         _log.error(
             "the audit record %s of tool %r (request %r, outcome %s) could not be written "
-            "(%s: %s); store it elsewhere: %r",
+            "(%s: %s); store it elsewhere: %r\n%s",
             record.record_id,
             record.tool,
             record.request_id,
             record.outcome.value,
-            type(failure).__name__,
-            failure,
+            class_named(failure),
+            message_shown(failure),
             record,
-            exc_info=failure,
+            traceback_shown(failure),
         )

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from veridic._counted import counted
-from veridic._sample import clip
+from veridic._sample import class_named, clip, error_message, message_shown, named
 from veridic.errors import AuditWriteError, VeridicError
 from veridic.run.approval import ApprovalPolicy
 from veridic.run.deferred import needs_answer
@@ -155,7 +155,7 @@ def also_raised(raised: BaseException, call: ToolCall, other: BaseException) -> 
         return
     raised.add_note(
         f"call {clip(call.id)} ({clip(call.name)}) of the same answer, run at the same "
-        f"time, raised too: {type(other).__qualname__}: {clip(str(other))}"
+        f"time, raised too: {named(type(other).__qualname__)}: {clip(error_message(other))}"
     )
 
 
@@ -175,10 +175,18 @@ def _also_unwritten(raised: BaseException, other: AuditWriteError) -> None:
         record.tool,
         record.request_id,
         record.outcome.value,
-        other.__cause__,
+        _failed_with(other.__cause__),
         record,
     )
     raised.add_note(
         f"another call of the reply (tool {record.tool!r}) ran and its record could not be "
         "written either: it is in the veridic.executor log"
     )
+
+
+def _failed_with(failure: BaseException | None) -> str:
+    """What the store refused a record with, for one log line: its class and message as
+    veridic writes outside text (a driver's message may quote the row it refused)."""
+    if failure is None:
+        return "the store's error was not kept"
+    return f"{class_named(failure)}: {message_shown(failure)}"

@@ -80,7 +80,14 @@ from pydantic_core import to_jsonable_python
 
 from veridic._counted import counted
 from veridic._exception_groups import leaves as _leaves
-from veridic._sample import class_named, clip, quoted
+from veridic._sample import (
+    class_named,
+    clip,
+    error_message,
+    message_shown,
+    quoted,
+    traceback_shown,
+)
 from veridic._words import a_type
 from veridic.errors import (
     AlwaysAllowRefusedError,
@@ -759,7 +766,7 @@ class _Running:
         left = _steps_named(self.order[len(self._ran) + 1 :]) or "none"
         error.add_note(
             f"veridic: {self.where}() stopped at step {_step_named(step)}, whose call raised "
-            f"{type(error).__name__}: ran before it: {ran}; not run: {left}"
+            f"{class_named(error)}: ran before it: {ran}; not run: {left}"
         )
 
 
@@ -929,8 +936,9 @@ def _rendered(ran: _Ran) -> _Ran:
 
 
 def _message(error: BaseException) -> str:
-    """``str(error)``, or what stands in for it when the exception's ``__str__`` raises: the
-    call's record must be written whatever its error does.
+    """``str(error)``, or what stands in for it when the exception's ``__str__`` raises
+    (:func:`~veridic._sample.error_message`): the call's record must be written whatever
+    its error does.
 
     Of an exception group (a ``TaskGroup`` the handler ran), the messages of the
     errors it holds: its own says only how many it holds. When every one of them is
@@ -938,23 +946,12 @@ def _message(error: BaseException) -> str:
     be told one raised outside a group; else each is named with its type, for the
     record and the log.
     """
-    try:
-        if not isinstance(error, BaseExceptionGroup):
-            return _own(str(error))
-        leaves = _leaves(error)
-        if _told_whole(error):
-            return "; ".join(str(leaf) for leaf in leaves)
-        return "; ".join(f"{class_named(leaf)}: {leaf}" for leaf in leaves)
-    except Exception as failure:  # the error's own fault, said in its place
-        return f"<its message could not be read: str() raised {class_named(failure)}>"
-
-
-def _own(text: str) -> str:
-    """``text`` as a plain ``str``: an exception's ``__str__`` may return a subclass, whose
-    ``__format__``, ``__str__`` or ``__repr__`` would run wherever the message is written
-    after the dispatch (the record's detail, the model's text, the log), unguarded;
-    ``str.__str__`` copies its characters without calling any of them."""
-    return text if type(text) is str else str.__str__(text)
+    if not isinstance(error, BaseExceptionGroup):
+        return error_message(error)
+    leaves = _leaves(error)
+    if _told_whole(error):
+        return "; ".join(error_message(leaf) for leaf in leaves)
+    return "; ".join(f"{class_named(leaf)}: {error_message(leaf)}" for leaf in leaves)
 
 
 def _told_whole(error: BaseException) -> bool:
@@ -1499,7 +1496,8 @@ class _Call:
         error = AuditWriteError(
             f"tool {record.tool!r} ran (outcome {record.outcome.value}, request "
             f"{clip(self.request_id)}) but its audit record could not be written "
-            f"({type(failure).__name__}: {failure}): the call's result and the unwritten record "
+            f"({class_named(failure)}: {message_shown(failure)}): the call's result and the "
+            "unwritten record "
             "are on this error (.result, .result.record): store the record elsewhere, and do "
             "not run the call again, its effects happened",
             result,
@@ -1513,8 +1511,8 @@ class _Call:
         return AuditWriteError(
             f"tool {result.record.tool!r} ran (outcome {result.outcome.value}, request "
             f"{clip(self.request_id)}) and its record was written, but the follow-up record of a "
-            f"guard refused after the call ended could not be ({type(late).__name__}: "
-            f"{late}): the call's result is on this error (.result); see the "
+            f"guard refused after the call ended could not be ({class_named(late)}: "
+            f"{message_shown(late)}): the call's result is on this error (.result); see the "
             "veridic.executor log for the refused operation, and do not run the call again, "
             "its effects happened",
             result,
@@ -1713,10 +1711,10 @@ def _kept(
     record = result.record
     call = f", call id {clip(record.call_id)}" if record.call_id else ""
     how = (
-        f"ran to its end (outcome {record.outcome.value}), and the {type(interrupt).__name__}"
+        f"ran to its end (outcome {record.outcome.value}), and the {class_named(interrupt)}"
         if cut is None
-        else f"was interrupted ({type(cut).__name__}) while it ran, and a second "
-        f"{type(interrupt).__name__}"
+        else f"was interrupted ({class_named(cut)}) while it ran, and a second "
+        f"{class_named(interrupt)}"
     )
     note = (
         f"veridic: the call of tool {record.tool!r} (request {clip(record.request_id)}{call}) "
@@ -1742,7 +1740,7 @@ def _unwritten_under(
     call = f", call id {record.call_id!r}" if record.call_id else ""
     _log.error(
         "the audit record of tool %r (request %r%s), which %s (%s), could not be written "
-        "(%s); the interrupt goes on, and the record is: %r",
+        "(%s); the interrupt goes on, and the record is: %r\n%s",
         record.tool,
         record.request_id,
         call,
@@ -1750,7 +1748,7 @@ def _unwritten_under(
         class_named(interrupt),
         class_named(failure),
         record,
-        exc_info=failure,
+        traceback_shown(failure),
     )
     interrupt.add_note(
         f"veridic: the call of tool {record.tool!r} (request {clip(record.request_id)}{call}) "
@@ -1840,11 +1838,11 @@ def _follow_up_failed(
     what = "happened: a delegated tool finished it" if event.allowed else "refused"
     _log.error(
         "the follow-up audit record of %s (%s at %s after the call of %r had ended, "
-        "request %r) could not be written",
+        "request %r) could not be written\n%s",
         ", ".join(event.operations),
         what,
         event.where,
         tool.name,
         request_id,
-        exc_info=failure,
+        traceback_shown(failure),
     )

@@ -113,7 +113,7 @@ from typing import TYPE_CHECKING, Final, Protocol, Self, TypeVar, cast
 from urllib.parse import urlsplit
 
 from veridic._extras import require
-from veridic._sample import class_named, clip, shown
+from veridic._sample import clip, message_shown, shown
 from veridic._workflow_commands import inert_line
 from veridic.errors import GuardDeniedError, VeridicError
 from veridic.providers._base import PARTS, Usage
@@ -568,18 +568,9 @@ def _tracer_failed(span_name: str, what: str, error: Exception) -> None:
         what,
         span_name,
         inert_line(error_type(error)),
-        inert_line(shown(_read(error))),
+        message_shown(error),
         "".join(traceback.format_tb(error.__traceback__)).rstrip("\n"),
     )
-
-
-def _read(error: BaseException) -> str:
-    """``str(error)`` as a plain ``str``, or what stands in for it when its ``__str__``
-    raises: the log line must be written whatever the tracer's error does."""
-    try:
-        return str.__str__(str(error))
-    except Exception as failure:  # the error's own fault, said in its place
-        return f"<its message could not be read: str() raised {class_named(failure)}>"
 
 
 class _Live:

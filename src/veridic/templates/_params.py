@@ -52,7 +52,7 @@ from uuid import UUID
 import typing_extensions
 from pydantic import BaseModel, BeforeValidator
 
-from veridic._sample import clip
+from veridic._sample import clip, error_message
 from veridic._words import a_type, article
 from veridic.errors import ProvenanceError, TemplateParamsError
 from veridic.text.provenance import TrustedInstruction, is_trusted, untrusted
@@ -654,16 +654,6 @@ class _Sorting:
         return SortedSet(
             [items[at] for at in order], "set" if isinstance(value, set) else type(value).__name__
         )
-
-
-def error_message(error: BaseException) -> str:
-    """``str(error)``, or what stands in for it when the exception's ``__str__`` raises: an
-    error of the render or of its values must be a ``TemplateError`` whatever the error it
-    reports does."""
-    try:
-        return str(error)
-    except Exception as failure:  # the error's own fault, said in its place
-        return f"<its message could not be read: str() raised {type(failure).__name__}>"
 
 
 def _holds_each(made: list[object], items: list[object]) -> bool:

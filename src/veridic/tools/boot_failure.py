@@ -13,6 +13,7 @@ import re
 import sys
 from typing import Final
 
+from veridic._sample import error_message, named
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText, is_untrusted, refuse_untrusted
 from veridic.tools._descriptions import one_line
@@ -64,18 +65,22 @@ def _boot_reason(error: Exception) -> str:
         return one_line(literal)
     kind = type(error)
     module = sys.modules.get(kind.__module__)
-    named = (
+    importable = (
         _TYPE_NAME.fullmatch(kind.__qualname__) is not None
         and module is not None
         and _lookup(module, kind.__qualname__) is kind
     )
-    shown = kind.__qualname__ if named else "an exception"
+    shown = str.__str__(kind.__qualname__) if importable else "an exception"
     return f"its boot check raised {shown}"
 
 
 def _literal_message(error: Exception) -> str | None:
     """``error``'s message when it is a string constant of the code that raised it."""
-    if len(error.args) != 1 or type(error.args[0]) is not str or str(error) != error.args[0]:
+    if (
+        len(error.args) != 1
+        or type(error.args[0]) is not str
+        or error_message(error) != error.args[0]
+    ):
         return None
     message: str = error.args[0]
     trace = error.__traceback__
@@ -90,7 +95,8 @@ def _literal_message(error: Exception) -> str | None:
 def _boot_detail(error: BaseException) -> str:
     """The whole message of a failed boot, for the log and :meth:`~veridic.Registry.components`,
     with what caused it (a ``BootError`` raised ``from`` the error that explains it)."""
-    told = f"{type(error).__qualname__}: {error}" if str(error) else type(error).__qualname__
+    kind, message = named(type(error).__qualname__), error_message(error)
+    told = f"{kind}: {message}" if message else kind
     cause = error.__cause__
     return told if cause is None else f"{told} (caused by {_boot_detail(cause)})"
 

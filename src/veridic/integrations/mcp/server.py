@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from veridic._counted import counted
 from veridic._extras import require
-from veridic._sample import class_named, clip, quoted
+from veridic._sample import class_named, clip, error_message, quoted
 from veridic.errors import AuditRecordError, AuditWriteError, ToolCouplingError, VeridicError
 from veridic.run._audit_writes import settled
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
@@ -631,8 +631,8 @@ def _eliciting(ctx: ServerRequestContext[object, object], ttl: float) -> AsyncCo
             # repainted the operator's terminal. Not chained: the chain printed them raw.
             raise VeridicError(
                 f"the MCP client could not put the call of tool {request.tool!r} to the user "
-                f"({type(error).__name__}: {clip(str(error), _CLIENT_SHOWN)}), so it did not "
-                "run: ask again when the client can show its elicitation form"
+                f"({class_named(error)}: {clip(error_message(error), _CLIENT_SHOWN)}), so it "
+                "did not run: ask again when the client can show its elicitation form"
             ) from None
         return _approved(answer)
 
