@@ -124,6 +124,10 @@ from veridic.tools.tool_specs import (
     OpenAIToolSpec,
     SpecFormat,
     _plain_spec,
+    _tagged,
+    _tagged_spec,
+    _TaggedDict,
+    _TaggedList,
     frozen_list,
     frozen_spec,
 )
@@ -1125,7 +1129,7 @@ class _ToolSet:
     it at all (``schema_tool=``) is in the key.
     """
 
-    __slots__ = ("__weakref__", "_digest", "_plain", "_specs")
+    __slots__ = ("__weakref__", "_digest", "_plain", "_specs", "_tagged")
     _kept: ClassVar[dict[tuple[bool, tuple[Tool, ...]], _ToolSet]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
     _by_openai_list: ClassVar[WeakValueDictionary[int, _ToolSet]] = WeakValueDictionary()
@@ -1135,6 +1139,7 @@ class _ToolSet:
     def __init__(self) -> None:
         self._specs: dict[str, FrozenList] = {}
         self._plain: dict[str, list[dict[str, object]]] = {}
+        self._tagged: dict[str, _TaggedList] = {}
         self._digest: str | None = None
 
     @classmethod
@@ -1151,9 +1156,10 @@ class _ToolSet:
     def specs(self, tools: tuple[Tool, ...], format: SpecFormat) -> FrozenList:
         made = self._specs.get(format)
         if made is None:
-            # The plain copy first: check_intact reads it for any list built() gives, which
+            # The copies first: check_intact reads them for any list built() gives, which
             # another thread may ask for as soon as the list is stored.
             self._plain[format] = [_plain_spec(tool, format) for tool in tools]
+            self._tagged[format] = _TaggedList(_tagged_spec(tool, format) for tool in tools)
             made = self._specs[format] = frozen_list(frozen_spec(tool, format) for tool in tools)
             if format == "openai":
                 _ToolSet._by_openai_list[id(made)] = self
@@ -1164,8 +1170,9 @@ class _ToolSet:
         built once: :meth:`built` lists it, so it is coupled by identity."""
         made = self._specs.get(_RESPONSES)
         if made is None:
-            # The plain copy first, as in specs().
+            # The copies first, as in specs().
             self._plain[_RESPONSES] = [_responses_shape(own) for own in self._plain["openai"]]
+            self._tagged[_RESPONSES] = _TaggedList(map(_tagged_flat, self._tagged["openai"]))
             made = self._specs[_RESPONSES] = frozen_list(
                 FrozenDict(_responses_shape(cast("Mapping[str, object]", spec))) for spec in openai
             )
@@ -1182,28 +1189,30 @@ class _ToolSet:
         Its dicts and lists refuse every write made through their own methods, but not
         one that goes around them (``dict.__setitem__(spec, ...)``, ``list.append(specs,
         ...)``, C code), which changes what every later request of every view with these
-        tools sends. Compared with the plain copy made with it (``==``, in C: about half
-        a microsecond a tool); a write that leaves each value equal in Python (``True``
-        for ``1``) is not seen.
+        tools sends. Compared as JSON with a copy made with it (``==`` with the copy on
+        the left, in C but for the few numbers, booleans and nulls of a schema: see
+        ``_tagged``): a value written in place of an equal one of another JSON kind
+        (``True`` for ``1``, ``1.0`` for ``1``) or a ``str`` subclass whose ``==`` says
+        yes to anything is refused as any other change.
 
         Raises:
             ToolCouplingError: the list, or a spec in it, was changed.
         """
-        specs, plain = self._specs[format], self._plain[format]
-        if specs == plain:
+        specs = self._specs[format]
+        if self._tagged[format] == specs:
             return
+        plain = self._plain[format]
         if len(specs) != len(plain):
             changed = f"the list holds {counted(len(specs), 'spec')}, built with {len(plain)}"
         else:
-            name, spec, own = next(
-                (_spec_name(index, own), spec, own)
-                for index, (spec, own) in enumerate(zip(specs, plain, strict=True))
-                if spec != own
+            changed = next(
+                (
+                    _changed_spec(index, spec, own)
+                    for index, (spec, own) in enumerate(zip(specs, plain, strict=True))
+                    if _first_difference(spec, own) is not None
+                ),
+                "a spec holds an object of another type where it was built with JSON",
             )
-            path = _first_difference(spec, own) or ()
-            now = _at(spec, path)
-            shown = "removed" if now is _ABSENT else f"now {quoted(now)}"
-            changed = f"tool {clip(name)} has its {_field(path) or 'spec'} changed ({shown})"
         given = (
             "the tool list a Responses request carries"
             if format == _RESPONSES
@@ -1227,6 +1236,22 @@ class _ToolSet:
                 f"[{canonical}]".encode("utf-8", "surrogatepass")
             ).hexdigest()
         return self._digest
+
+
+def _changed_spec(index: int, spec: object, own: Mapping[str, object]) -> str:
+    """What was changed of the shared ``spec``, built as ``own``, in words."""
+    path = _first_difference(spec, own) or ()
+    now = _at(spec, path)
+    shown = "removed" if now is _ABSENT else f"now {quoted(now)}"
+    return f"tool {clip(_spec_name(index, own))} has its {_field(path) or 'spec'} changed ({shown})"
+
+
+def _tagged_flat(openai: _TaggedDict) -> _TaggedDict:
+    """The Responses API's flat shape of a tagged copy of an OpenAI chat spec, its own
+    values tagged too."""
+    flat = _responses_shape(openai)
+    flat["type"], flat["strict"] = _tagged("function"), _tagged(False)
+    return _TaggedDict(flat)
 
 
 _RESPONSES: Final = "responses"
