@@ -674,10 +674,12 @@ class ToolView:
                 # once they are shown to hold what they were built with.
                 self._tool_set.check_intact(format, self._origin)
                 return
+        checked: set[str] = set()
         for format, _ in self._tool_set.built():
             # What the sent specs are compared with (a list built for the comparison is
             # checked as it is built: see _built_by_name).
             self._tool_set.check_intact(format, self._origin)
+            checked.add(format)
         names = [_spec_name(index, spec) for index, spec in enumerate(sent_list)]
         sent = Counter(names)
         extra = sorted(set(sent) - set(self._exposed))
@@ -698,24 +700,26 @@ class ToolView:
                 f"disagree ({'; '.join(problems)}): send view.tool_specs(format) unchanged, "
                 "from the same view that dispatches the calls"
             )
-        self._check_contents(names, sent_list)
+        self._check_contents(names, sent_list, checked)
 
     def _check_contents(
         self,
         names: list[str],
         sent_list: list[Mapping[str, object]] | tuple[Mapping[str, object], ...],
+        checked: set[str],
     ) -> None:
         """Refuse a sent spec that is not the view's own for its name, field by field.
 
         Each spec is compared with the one the view builds in the spec's own
         format; a field the wrapper left as it was (the same object, as the
-        Responses adapter keeps the view's schema) is not walked.
+        Responses adapter keeps the view's schema) is not walked. ``checked`` holds
+        the formats whose lists were checked intact in this call already.
         """
         built: dict[str, dict[str, Mapping[str, object]]] = {}
         differing = [
             found
             for name, spec in zip(names, sent_list, strict=True)
-            if (found := self._spec_difference(name, spec, built))
+            if (found := self._spec_difference(name, spec, built, checked))
         ]
         if differing:
             more = "" if len(differing) == 1 else f" ({counted(len(differing), 'spec')} differ)"
@@ -731,6 +735,7 @@ class ToolView:
         name: str,
         spec: Mapping[str, object],
         built: dict[str, dict[str, Mapping[str, object]]],
+        checked: set[str],
     ) -> str:
         """What differs between ``spec`` and the view's own for its ``name``, in its
         format (``""``: nothing)."""
@@ -741,7 +746,7 @@ class ToolView:
                 "none of the fields function, input_schema, inputSchema and parameters)"
             )
         format: SpecFormat = "openai" if shape == "responses" else shape
-        own = (built.get(format) or self._built_by_name(format, built))[name]
+        own = (built.get(format) or self._built_by_name(format, built, checked))[name]
         if spec is own:
             return ""
         if shape == "responses":
@@ -752,14 +757,20 @@ class ToolView:
         return "" if path is None else _described(name, path, spec, own)
 
     def _built_by_name(
-        self, format: SpecFormat, built: dict[str, dict[str, Mapping[str, object]]]
+        self,
+        format: SpecFormat,
+        built: dict[str, dict[str, Mapping[str, object]]],
+        checked: set[str],
     ) -> dict[str, Mapping[str, object]]:
         """The view's specs in ``format`` by name (built in the order of its tools), once per
         check."""
         specs = cast("list[Mapping[str, object]]", self._tool_set.specs(self._tools, format))
-        # Built now, perhaps, of specs cached per tool that a write through another view
-        # changed: compared with what they were built with before the sent ones with them.
-        self._tool_set.check_intact(format, self._origin)
+        if format not in checked:
+            # Built now, perhaps, of specs cached per tool that a write through another
+            # view changed: compared with what they were built with before the sent ones
+            # with them. A list built before the call was checked by assert_coupled (once:
+            # the check walks every spec).
+            self._tool_set.check_intact(format, self._origin)
         found = built[format] = dict(zip((tool.name for tool in self._tools), specs, strict=True))
         return found
 
