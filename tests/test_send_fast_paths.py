@@ -478,3 +478,57 @@ def _at_path(value: Any, path: tuple[object, ...]) -> object:
     for step in path:
         value = value[step]
     return value
+
+
+# --- the record's tool names, sorted once per set of tools --------------------------------
+
+
+def _recorded_tools(view: ToolView) -> tuple[str, ...]:
+    """The ``tools`` of the model-call record of a send with ``view``."""
+    calls = ModelCallLog()
+    gateway = ModelGateway(
+        ScriptedProvider([{"text": "ok"}]), audit=SQLiteAuditSink(":memory:"), calls=calls
+    )
+    prompt = Composer().system(view.capability_section()).user("Hi").build()
+    gateway.send(prompt, view, request_id="req-names")
+    (record,) = calls.records()
+    return record.tools
+
+
+def test_the_recorded_tool_names_follow_a_tool_registered_or_filtered_after_a_send() -> None:
+    registry = Registry("growing")
+
+    @registry.tool(kind="query")
+    def read_order(order_id: int) -> str:
+        """Read an order.
+
+        Args:
+            order_id: The order's number.
+        """
+        return str(order_id)
+
+    assert _recorded_tools(registry.view()) == ("get_tool_schema", "read_order")
+
+    @registry.tool(kind="query")
+    def list_orders(page: int = 1) -> str:
+        """List the orders.
+
+        Args:
+            page: The page, from 1.
+        """
+        return str(page)
+
+    assert _recorded_tools(registry.view()) == ("get_tool_schema", "list_orders", "read_order")
+    hidden = registry.view(predicates=[lambda tool: tool.name != "read_order"])
+    assert _recorded_tools(hidden) == ("get_tool_schema", "list_orders")
+    assert _recorded_tools(registry.view(schema_tool=False)) == ("list_orders", "read_order")
+
+
+@PROPERTY
+@given(registries_with_filters())
+def test_property_the_recorded_tool_names_are_the_views_sorted(
+    plans: tuple[RegistryPlan, FilterPlan],
+) -> None:
+    view = view_of(build(plans[0]), plans[1])
+    assert _recorded_tools(view) == tuple(sorted(view.names()))
+    assert _recorded_tools(view) == tuple(sorted(view.names()))  # sent again

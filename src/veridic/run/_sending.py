@@ -41,7 +41,7 @@ from veridic.run.executor import _check_request_id, tools_sha256
 from veridic.run.reply import Reply
 from veridic.text.prompt import Prompt, PromptSpan, ToolCall
 from veridic.text.provenance import Kind, Span, is_trusted, report, spans_of
-from veridic.tools.view import ToolView
+from veridic.tools.view import ToolView, _sorted_names
 
 __all__ = [
     "AsyncIterable",
@@ -408,7 +408,7 @@ def checked(
     request = check_request(provider, prompt, view, options)
     digest = tools_sha256(view)
     options_digest = options_sha256(provider, request)
-    names = tuple(sorted(view.names()))
+    names = _sorted_names(view)
     record = ModelCallRecord(
         time=clock(),
         request_id=request_id,

@@ -1140,7 +1140,7 @@ class _ToolSet:
     it at all (``schema_tool=``) is in the key.
     """
 
-    __slots__ = ("__weakref__", "_digest", "_plain", "_specs", "_tagged")
+    __slots__ = ("__weakref__", "_digest", "_plain", "_sorted", "_specs", "_tagged")
     _kept: ClassVar[dict[tuple[bool, tuple[Tool, ...]], _ToolSet]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
     _by_openai_list: ClassVar[WeakValueDictionary[int, _ToolSet]] = WeakValueDictionary()
@@ -1152,6 +1152,7 @@ class _ToolSet:
         self._plain: dict[str, list[dict[str, object]]] = {}
         self._tagged: dict[str, _TaggedList] = {}
         self._digest: str | None = None
+        self._sorted: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, tools: tuple[Tool, ...], schema_tool: bool = True) -> _ToolSet:
@@ -1238,6 +1239,14 @@ class _ToolSet:
             "or the tool where it is registered"
         )
 
+    def sorted_names(self, names: frozenset[str]) -> tuple[str, ...]:
+        """``names`` (the names of the views with this set of tools, the same for each of
+        them) in sorted order, sorted once: every model-call record names them."""
+        made = self._sorted
+        if made is None:
+            made = self._sorted = tuple(sorted(names))
+        return made
+
     def sha256(self, tools: tuple[Tool, ...]) -> str:
         if self._digest is None:
             # The canonical JSON of the MCP list (keys sorted, no spaces), as
@@ -1297,6 +1306,12 @@ def _canonical_mcp(tool: Tool) -> str:
         ensure_ascii=False,
         separators=(",", ":"),
     )
+
+
+def _sorted_names(view: ToolView) -> tuple[str, ...]:
+    """``tuple(sorted(view.names()))``, sorted once for every view of the same tools (the
+    set of tools a view exposes decides its names)."""
+    return view._tool_set.sorted_names(view._names)
 
 
 def _registry_of(view: ToolView) -> str:
