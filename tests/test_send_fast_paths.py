@@ -532,3 +532,48 @@ def test_property_the_recorded_tool_names_are_the_views_sorted(
     view = view_of(build(plans[0]), plans[1])
     assert _recorded_tools(view) == tuple(sorted(view.names()))
     assert _recorded_tools(view) == tuple(sorted(view.names()))  # sent again
+
+
+# --- whether the adapter's client is async, read once per method object --------------------
+
+
+def test_whether_the_client_is_async_follows_a_client_swapped_or_patched_after_a_send() -> None:
+    """Read once for each method the client gives, so a client replaced on the adapter,
+    or a ``create`` patched on it, is read again: the gateway refuses a blocking send
+    through an async client whatever an earlier send found."""
+    import openai
+    from _sdk_server import FakeServer, http_module
+
+    from veridic import OpenAIChat, VeridicError
+
+    answer = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-test",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "ok"},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    server = FakeServer(http_module("openai"), [("json", answer)])
+    adapter = OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test")
+    gateway = ModelGateway(adapter, audit=SQLiteAuditSink(":memory:"))
+    view = _view()
+    assert not adapter.is_async
+    gateway.send(_prompt(), view, request_id="req-sync")
+    adapter.client = server.async_client(openai, "AsyncOpenAI")
+    assert adapter.is_async
+    with pytest.raises(VeridicError, match="holds an async client"):
+        gateway.send(_prompt(), view, request_id="req-swapped")
+    adapter.client = server.client(openai, "OpenAI")
+    assert not adapter.is_async
+
+    async def create(**request: object) -> object:
+        return answer
+
+    adapter.client.chat.completions.create = create
+    assert adapter.is_async
