@@ -544,8 +544,9 @@ class Adapter:
         replaced on the adapter, or a method patched on the client, is read again.
         """
         method = self.method()
-        bound = type(method) is MethodType
-        owner, function = (method.__self__, method.__func__) if bound else (method, None)
+        owner, function = (
+            (method.__self__, method.__func__) if isinstance(method, MethodType) else (method, None)
+        )
         read: tuple[object, object, bool] | None = getattr(self, "_async_read", None)
         if read is not None and read[0] is owner and read[1] is function:
             return read[2]

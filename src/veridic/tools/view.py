@@ -1211,7 +1211,8 @@ class _ToolSet:
             ToolCouplingError: the list, or a spec in it, was changed.
         """
         specs = self._specs[format]
-        if self._tagged[format] == specs:
+        tagged: object = self._tagged[format]  # on the left: see _tagged
+        if tagged == specs:
             return
         plain = self._plain[format]
         if len(specs) != len(plain):
@@ -1266,10 +1267,10 @@ def _changed_spec(index: int, spec: object, own: Mapping[str, object]) -> str:
     return f"tool {clip(_spec_name(index, own))} has its {_field(path) or 'spec'} changed ({shown})"
 
 
-def _tagged_flat(openai: _TaggedDict) -> _TaggedDict:
+def _tagged_flat(openai: object) -> _TaggedDict:
     """The Responses API's flat shape of a tagged copy of an OpenAI chat spec, its own
     values tagged too."""
-    flat = _responses_shape(openai)
+    flat = _responses_shape(cast("Mapping[str, object]", openai))
     flat["type"], flat["strict"] = _tagged("function"), _tagged(False)
     return _TaggedDict(flat)
 
