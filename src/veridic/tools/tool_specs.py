@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Literal, NoReturn, NotRequired, TypedDict, cast
+from typing import Final, Literal, NoReturn, NotRequired, TypedDict, cast
 
 from veridic.tools.risk import Risk
 from veridic.tools.tool import JsonObject, Tool
@@ -190,28 +190,32 @@ def _tagged_spec(tool: Tool, format: SpecFormat) -> dict[str, object]:
     JSON: the left operand of :meth:`ToolView.assert_coupled
     <veridic.ToolView.assert_coupled>`'s check that the shared specs are intact (see
     :func:`_tagged`). Built once per tool and format, of the plain copy; the schema's
-    copy is shared by the three formats, as the read-only schema is."""
+    copy, and the copy of each text, are shared by the three formats (each copy is an
+    object the garbage collector tracks: a lint of 5,000 tools makes them all)."""
     key = f"specs:tagged:{format}"
     made = tool._memo.get(key)
     if made is None:
         plain = _plain_spec(tool, format)
         schema = cast("tuple[object, object]", tool._memo["specs:schema"])[1]
+        texts = cast("dict[str, _Text]", tool._memo.setdefault("specs:tagged:texts", {}))
         tagged_schema = tool._memo.get("specs:tagged:schema")
         if tagged_schema is None:
-            tagged_schema = tool._memo["specs:tagged:schema"] = _tagged(schema)
-        made = tool._memo[key] = _tagged_around(plain, schema, tagged_schema)
+            tagged_schema = tool._memo["specs:tagged:schema"] = _tagged(schema, texts)
+        made = tool._memo[key] = _tagged_around(plain, schema, tagged_schema, texts)
     return cast("dict[str, object]", made)
 
 
-def _tagged_around(value: object, schema: object, tagged_schema: object) -> object:
+def _tagged_around(
+    value: object, schema: object, tagged_schema: object, texts: dict[str, _Text]
+) -> object:
     """:func:`_tagged` of a spec, with the copy of its ``schema`` object made already."""
     if value is schema:
         return tagged_schema
-    if isinstance(value, dict):
+    if type(value) is dict:
         return _TaggedDict(
-            (key, _tagged_around(item, schema, tagged_schema)) for key, item in value.items()
+            {key: _tagged_around(item, schema, tagged_schema, texts) for key, item in value.items()}
         )
-    return _tagged(value)
+    return _tagged(value, texts)
 
 
 class _TaggedDict(dict[str, object]):
@@ -254,22 +258,32 @@ class _Exact:
     __hash__ = None  # type: ignore[assignment]  # compared, never a key
 
 
-def _tagged(value: object) -> object:
+_EXACT_SINGLETONS: Final = {value: _Exact(value) for value in (None, True, False)}
+"""The copies of null, true and false, the most of a schema's leaves that are not text:
+one each (each made copy is an object the garbage collector tracks)."""
+
+
+def _tagged(value: object, texts: dict[str, _Text]) -> object:
     """A copy of the JSON value ``value`` that is ``==`` (as the left operand) only to a
-    value JSON writes the same: ``tagged(spec) == sent`` holds when ``sent`` is ``spec``
-    as JSON, where ``spec == sent`` also held for ``True`` in place of ``1``, ``1.0`` in
-    place of ``1``, or a ``str`` subclass whose ``__eq__`` says yes to anything.
+    value JSON writes the same: ``_tagged(spec, {}) == sent`` holds when ``sent`` is
+    ``spec`` as JSON, where ``spec == sent`` also held for ``True`` in place of ``1``,
+    ``1.0`` in place of ``1``, or a ``str`` subclass whose ``__eq__`` says yes to anything.
 
     Strings are compared by ``str``'s own ``==`` in C, so the copy costs one comparison
     of characters a string; numbers, booleans and nulls (a few in a schema) by a check
-    of their type too.
+    of their type too. ``texts`` holds the copies of the texts made so far, one a text.
     """
-    if isinstance(value, dict):
-        return _TaggedDict((key, _tagged(item)) for key, item in value.items())
-    if isinstance(value, list):
-        return _TaggedList(_tagged(item) for item in value)
     if isinstance(value, str):
-        return _Text(value)
+        made = texts.get(value)
+        if made is None:
+            made = texts[value] = _Text(value)
+        return made
+    if isinstance(value, dict):
+        return _TaggedDict({key: _tagged(item, texts) for key, item in value.items()})
+    if isinstance(value, list):
+        return _TaggedList([_tagged(item, texts) for item in value])
+    if value is None or isinstance(value, bool):
+        return _EXACT_SINGLETONS[value]
     return _Exact(value)
 
 

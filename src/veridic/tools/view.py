@@ -1140,7 +1140,7 @@ class _ToolSet:
     it at all (``schema_tool=``) is in the key.
     """
 
-    __slots__ = ("__weakref__", "_digest", "_plain", "_sorted", "_specs", "_tagged")
+    __slots__ = ("__weakref__", "_digest", "_plain", "_sorted", "_specs", "_tagged", "_tools")
     _kept: ClassVar[dict[tuple[bool, tuple[Tool, ...]], _ToolSet]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
     _by_openai_list: ClassVar[WeakValueDictionary[int, _ToolSet]] = WeakValueDictionary()
@@ -1151,6 +1151,7 @@ class _ToolSet:
         self._specs: dict[str, FrozenList] = {}
         self._plain: dict[str, list[dict[str, object]]] = {}
         self._tagged: dict[str, _TaggedList] = {}
+        self._tools: dict[str, tuple[Tool, ...]] = {}
         self._digest: str | None = None
         self._sorted: tuple[str, ...] | None = None
 
@@ -1171,7 +1172,7 @@ class _ToolSet:
             # The copies first: check_intact reads them for any list built() gives, which
             # another thread may ask for as soon as the list is stored.
             self._plain[format] = [_plain_spec(tool, format) for tool in tools]
-            self._tagged[format] = _TaggedList(_tagged_spec(tool, format) for tool in tools)
+            self._tools[format] = tools
             made = self._specs[format] = frozen_list(frozen_spec(tool, format) for tool in tools)
             if format == "openai":
                 _ToolSet._by_openai_list[id(made)] = self
@@ -1184,7 +1185,7 @@ class _ToolSet:
         if made is None:
             # The copies first, as in specs().
             self._plain[_RESPONSES] = [_responses_shape(own) for own in self._plain["openai"]]
-            self._tagged[_RESPONSES] = _TaggedList(map(_tagged_flat, self._tagged["openai"]))
+            self._tools[_RESPONSES] = self._tools["openai"]
             made = self._specs[_RESPONSES] = frozen_list(
                 FrozenDict(_responses_shape(cast("Mapping[str, object]", spec))) for spec in openai
             )
@@ -1211,8 +1212,8 @@ class _ToolSet:
             ToolCouplingError: the list, or a spec in it, was changed.
         """
         specs = self._specs[format]
-        tagged: object = self._tagged[format]  # on the left: see _tagged
-        if tagged == specs:
+        tagged: object = self._tagged.get(format) or self._tagged_list(format)
+        if tagged == specs:  # the copy on the left: see _tagged
             return
         plain = self._plain[format]
         if len(specs) != len(plain):
@@ -1239,6 +1240,19 @@ class _ToolSet:
             "request), change a copy (copy.deepcopy(specs) gives plain dicts and lists), "
             "or the tool where it is registered"
         )
+
+    def _tagged_list(self, format: str) -> _TaggedList:
+        """The copy of the list of ``format`` that :meth:`check_intact` compares it with,
+        made at its first check (of the copies made when the tools' specs were built, which
+        no caller is given), not with the list: a list never checked costs no copy."""
+        if format == _RESPONSES:
+            made = _TaggedList(
+                map(_tagged_flat, self._tagged.get("openai") or self._tagged_list("openai"))
+            )
+        else:
+            spec_format = cast("SpecFormat", format)
+            made = _TaggedList(_tagged_spec(tool, spec_format) for tool in self._tools[format])
+        return self._tagged.setdefault(format, made)
 
     def sorted_names(self, names: frozenset[str]) -> tuple[str, ...]:
         """``names`` (the names of the views with this set of tools, the same for each of
@@ -1271,7 +1285,7 @@ def _tagged_flat(openai: object) -> _TaggedDict:
     """The Responses API's flat shape of a tagged copy of an OpenAI chat spec, its own
     values tagged too."""
     flat = _responses_shape(cast("Mapping[str, object]", openai))
-    flat["type"], flat["strict"] = _tagged("function"), _tagged(False)
+    flat["type"], flat["strict"] = _tagged("function", {}), _tagged(False, {})
     return _TaggedDict(flat)
 
 
