@@ -1185,7 +1185,6 @@ class _ToolSet:
         if made is None:
             # The copies first, as in specs().
             self._plain[_RESPONSES] = [_responses_shape(own) for own in self._plain["openai"]]
-            self._tools[_RESPONSES] = self._tools["openai"]
             made = self._specs[_RESPONSES] = frozen_list(
                 FrozenDict(_responses_shape(cast("Mapping[str, object]", spec))) for spec in openai
             )
@@ -1206,13 +1205,18 @@ class _ToolSet:
         the left, in C but for the few numbers, booleans and nulls of a schema: see
         ``_tagged``): a value written in place of an equal one of another JSON kind
         (``True`` for ``1``, ``1.0`` for ``1``) or a ``str`` subclass whose ``==`` says
-        yes to anything is refused as any other change.
+        yes to anything is refused as any other change. Not seen: an object of another
+        JSON kind whose own ``==`` says yes (a number where a text was: the copy's ``==``
+        leaves another kind to it), nor a key replaced by one whose hash and ``==`` lie;
+        each takes code written to get past this check.
 
         Raises:
             ToolCouplingError: the list, or a spec in it, was changed.
         """
         specs = self._specs[format]
-        tagged: object = self._tagged.get(format) or self._tagged_list(format)
+        tagged: object = self._tagged.get(format)
+        if tagged is None:
+            tagged = self._tagged_list(format)
         if tagged == specs:  # the copy on the left: see _tagged
             return
         plain = self._plain[format]
@@ -1246,9 +1250,10 @@ class _ToolSet:
         made at its first check (of the copies made when the tools' specs were built, which
         no caller is given), not with the list: a list never checked costs no copy."""
         if format == _RESPONSES:
-            made = _TaggedList(
-                map(_tagged_flat, self._tagged.get("openai") or self._tagged_list("openai"))
-            )
+            openai = self._tagged.get("openai")
+            if openai is None:
+                openai = self._tagged_list("openai")
+            made = _TaggedList(map(_tagged_flat, openai))
         else:
             spec_format = cast("SpecFormat", format)
             made = _TaggedList(_tagged_spec(tool, spec_format) for tool in self._tools[format])
