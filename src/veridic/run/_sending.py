@@ -17,7 +17,7 @@ import operator
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Protocol, runtime_checkable
+from typing import Final, Protocol, cast, runtime_checkable
 
 from veridic._sample import clip
 from veridic.errors import ToolCouplingError, VeridicError
@@ -39,9 +39,10 @@ from veridic.run.audit import ModelCallRecord, ModelReplyRecord
 from veridic.run.call_log import _AWriteReply, _WriteReply
 from veridic.run.executor import _check_request_id, tools_sha256
 from veridic.run.reply import Reply
+from veridic.text.message import Role
 from veridic.text.prompt import Prompt, PromptSpan, ToolCall
 from veridic.text.provenance import Kind, Span, is_trusted, report, spans_of
-from veridic.tools.view import ToolView
+from veridic.tools.view import ToolView, _sorted_names
 
 __all__ = [
     "AsyncIterable",
@@ -408,7 +409,7 @@ def checked(
     request = check_request(provider, prompt, view, options)
     digest = tools_sha256(view)
     options_digest = options_sha256(provider, request)
-    names = tuple(sorted(view.names()))
+    names = _sorted_names(view)
     record = ModelCallRecord(
         time=clock(),
         request_id=request_id,
@@ -661,7 +662,7 @@ def _system_spans(prompt: Prompt, parts: Sequence[str]) -> tuple[PromptSpan, ...
             where = where or _system_where(prompt)
             report(part, where)
     rows = _span_rows(parts) if not where else _rows_of(parts)
-    return tuple([_prompt_span(*row) for row in rows])
+    return _prompt_spans(rows)
 
 
 _Row = tuple[int, int, Kind, str]
@@ -729,25 +730,41 @@ def _rows_of(parts: Sequence[str]) -> tuple[_Row, ...]:
     return tuple(made)
 
 
-_PROMPT_SPAN_FIELDS: Final = tuple(
-    PromptSpan.__dict__[name].__set__
-    for name in ("message", "role", "start", "end", "kind", "origin")
-)
+class _SpanLayout:
+    """:class:`PromptSpan`'s layout (its very slots) with a plain ``__init__``.
+
+    A record span is made as one of these, then given :class:`PromptSpan` as its class:
+    CPython lets an object's class change to one of the same layout (and refuses any
+    other, so a change of :class:`PromptSpan`'s fields fails loudly here, not quietly).
+    The frozen dataclass's own ``__init__`` sets each field through
+    ``object.__setattr__``, and its descriptors called one by one cost twice as much;
+    the record's spans are made on every send, of values read from spans already made.
+    """
+
+    __slots__ = PromptSpan.__slots__
+
+    message: int
+    role: Role
+    start: int
+    end: int
+    kind: Kind
+    origin: str
+
+    def __init__(self, start: int, end: int, kind: Kind, origin: str) -> None:
+        self.message = 0
+        self.role = "system"
+        self.start = start
+        self.end = end
+        self.kind = kind
+        self.origin = origin
 
 
-def _prompt_span(start: int, end: int, kind: Kind, origin: str) -> PromptSpan:
-    """``PromptSpan(0, "system", start, end, kind, origin)`` without the frozen dataclass's
-    ``__init__`` (a call of ``object.__setattr__`` for each field): the record's spans are
-    made on every send, of values read from spans already made."""
-    made = object.__new__(PromptSpan)
-    set_message, set_role, set_start, set_end, set_kind, set_origin = _PROMPT_SPAN_FIELDS
-    set_message(made, 0)
-    set_role(made, "system")
-    set_start(made, start)
-    set_end(made, end)
-    set_kind(made, kind)
-    set_origin(made, origin)
-    return made
+def _prompt_spans(rows: tuple[_Row, ...]) -> tuple[PromptSpan, ...]:
+    """``PromptSpan(0, "system", start, end, kind, origin)`` of each row, made anew."""
+    made = [_SpanLayout(*row) for row in rows]
+    for span in made:
+        span.__class__ = PromptSpan  # type: ignore[assignment]  # the same layout: see _SpanLayout
+    return cast("tuple[PromptSpan, ...]", tuple(made))
 
 
 def _check_section(prompt: Prompt, view: ToolView, spans: tuple[PromptSpan, ...]) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
-from typing import Literal, NoReturn, NotRequired, TypedDict, cast
+from typing import Final, Literal, NoReturn, NotRequired, TypedDict, cast
 
 from veridic.tools.risk import Risk
 from veridic.tools.tool import JsonObject, Tool
@@ -185,6 +185,108 @@ def _plain_spec(tool: Tool, format: SpecFormat) -> dict[str, object]:
     return _specs(tool, format)[1]
 
 
+def _tagged_spec(tool: Tool, format: SpecFormat) -> dict[str, object]:
+    """What :func:`frozen_spec` held when it was built, as a copy that ``==`` compares as
+    JSON: the left operand of :meth:`ToolView.assert_coupled
+    <veridic.ToolView.assert_coupled>`'s check that the shared specs are intact (see
+    :func:`_tagged`). Built once per tool and format, of the plain copy; the schema's
+    copy, and the copy of each text, are shared by the three formats (each copy is an
+    object the garbage collector tracks: a lint of 5,000 tools makes them all)."""
+    key = f"specs:tagged:{format}"
+    made = tool._memo.get(key)
+    if made is None:
+        plain = _plain_spec(tool, format)
+        schema = cast("tuple[object, object]", tool._memo["specs:schema"])[1]
+        texts = cast("dict[str, _Text]", tool._memo.setdefault("specs:tagged:texts", {}))
+        tagged_schema = tool._memo.get("specs:tagged:schema")
+        if tagged_schema is None:
+            tagged_schema = tool._memo["specs:tagged:schema"] = _tagged(schema, texts)
+        made = tool._memo[key] = _tagged_around(plain, schema, tagged_schema, texts)
+    return cast("dict[str, object]", made)
+
+
+def _tagged_around(
+    value: object, schema: object, tagged_schema: object, texts: dict[str, _Text]
+) -> object:
+    """:func:`_tagged` of a spec, with the copy of its ``schema`` object made already."""
+    if value is schema:
+        return tagged_schema
+    if type(value) is dict:
+        return _TaggedDict(
+            {key: _tagged_around(item, schema, tagged_schema, texts) for key, item in value.items()}
+        )
+    return _tagged(value, texts)
+
+
+class _TaggedDict(dict[str, object]):
+    """A JSON object of :func:`_tagged`'s copies: a class of its own, so that the spec it is
+    compared with (a :class:`FrozenDict`, a plain ``dict``, a subclass of either) never
+    takes the comparison over (Python asks the right operand first when its class is a
+    subclass of the left one's)."""
+
+    __slots__ = ()
+
+
+class _TaggedList(list[object]):
+    """A JSON array of :func:`_tagged`'s copies, for the same reason as :class:`_TaggedDict`."""
+
+    __slots__ = ()
+
+
+class _Text(str):
+    """A string of :func:`_tagged`'s copies: ``str``'s own ``==`` (in C), asked first, since
+    no other class is a subclass of this one, so it compares the characters ``json.dumps``
+    writes of a ``str`` subclass, whatever that subclass's ``__eq__`` says."""
+
+    __slots__ = ()
+
+
+class _Exact:
+    """A number, boolean or null of :func:`_tagged`'s copies: equal only to a value of its
+    very type (``True`` is not ``1``, ``1.0`` is not ``1``: JSON writes them apart)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return other is self.value or (
+            type(other) is type(self.value) and bool(other == self.value)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # compared, never a key
+
+
+_EXACT_SINGLETONS: Final = {value: _Exact(value) for value in (None, True, False)}
+"""The copies of null, true and false, the most of a schema's leaves that are not text:
+one each (each made copy is an object the garbage collector tracks)."""
+
+
+def _tagged(value: object, texts: dict[str, _Text]) -> object:
+    """A copy of the JSON value ``value`` that is ``==`` (as the left operand) only to a
+    value JSON writes the same: ``_tagged(spec, {}) == sent`` holds when ``sent`` is
+    ``spec`` as JSON, where ``spec == sent`` also held for ``True`` in place of ``1``,
+    ``1.0`` in place of ``1``, or a ``str`` subclass whose ``__eq__`` says yes to anything.
+
+    Strings are compared by ``str``'s own ``==`` in C, so the copy costs one comparison
+    of characters a string; numbers, booleans and nulls (a few in a schema) by a check
+    of their type too. ``texts`` holds the copies of the texts made so far, one a text.
+    """
+    if isinstance(value, str):
+        made = texts.get(value)
+        if made is None:
+            made = texts[value] = _Text(value)
+        return made
+    if isinstance(value, dict):
+        return _TaggedDict({key: _tagged(item, texts) for key, item in value.items()})
+    if isinstance(value, list):
+        return _TaggedList([_tagged(item, texts) for item in value])
+    if value is None or isinstance(value, bool):
+        return _EXACT_SINGLETONS[value]
+    return _Exact(value)
+
+
 def _specs(tool: Tool, format: SpecFormat) -> tuple[FrozenDict, dict[str, object]]:
     """The read-only spec of ``tool`` in ``format`` and its plain copy, built once."""
     key = f"specs:{format}"
@@ -243,9 +345,9 @@ class FrozenDict(dict[str, object]):
     ``dict.update(spec, ...)``, C code writing to the dict): such a write changes the spec
     every later request shares, and :meth:`ToolView.assert_coupled
     <veridic.ToolView.assert_coupled>` (which :class:`~veridic.ModelGateway` runs on every
-    send) refuses it, comparing the specs with a plain copy made when they were built. A
-    write that leaves each value equal in Python (``True`` for ``1``, ``1.0`` for ``1``)
-    is not seen.
+    send) refuses it, comparing the specs as JSON with a copy made when they were built:
+    a value equal in Python only (``True`` for ``1``, ``1.0`` for ``1``, a ``str``
+    subclass whose ``==`` says yes to anything) is refused too.
     """
 
     __slots__ = ()

@@ -124,6 +124,10 @@ from veridic.tools.tool_specs import (
     OpenAIToolSpec,
     SpecFormat,
     _plain_spec,
+    _tagged,
+    _tagged_spec,
+    _TaggedDict,
+    _TaggedList,
     frozen_list,
     frozen_spec,
 )
@@ -670,10 +674,12 @@ class ToolView:
                 # once they are shown to hold what they were built with.
                 self._tool_set.check_intact(format, self._origin)
                 return
+        checked: set[str] = set()
         for format, _ in self._tool_set.built():
             # What the sent specs are compared with (a list built for the comparison is
             # checked as it is built: see _built_by_name).
             self._tool_set.check_intact(format, self._origin)
+            checked.add(format)
         names = [_spec_name(index, spec) for index, spec in enumerate(sent_list)]
         sent = Counter(names)
         extra = sorted(set(sent) - set(self._exposed))
@@ -694,24 +700,26 @@ class ToolView:
                 f"disagree ({'; '.join(problems)}): send view.tool_specs(format) unchanged, "
                 "from the same view that dispatches the calls"
             )
-        self._check_contents(names, sent_list)
+        self._check_contents(names, sent_list, checked)
 
     def _check_contents(
         self,
         names: list[str],
         sent_list: list[Mapping[str, object]] | tuple[Mapping[str, object], ...],
+        checked: set[str],
     ) -> None:
         """Refuse a sent spec that is not the view's own for its name, field by field.
 
         Each spec is compared with the one the view builds in the spec's own
         format; a field the wrapper left as it was (the same object, as the
-        Responses adapter keeps the view's schema) is not walked.
+        Responses adapter keeps the view's schema) is not walked. ``checked`` holds
+        the formats whose lists were checked intact in this call already.
         """
         built: dict[str, dict[str, Mapping[str, object]]] = {}
         differing = [
             found
             for name, spec in zip(names, sent_list, strict=True)
-            if (found := self._spec_difference(name, spec, built))
+            if (found := self._spec_difference(name, spec, built, checked))
         ]
         if differing:
             more = "" if len(differing) == 1 else f" ({counted(len(differing), 'spec')} differ)"
@@ -727,6 +735,7 @@ class ToolView:
         name: str,
         spec: Mapping[str, object],
         built: dict[str, dict[str, Mapping[str, object]]],
+        checked: set[str],
     ) -> str:
         """What differs between ``spec`` and the view's own for its ``name``, in its
         format (``""``: nothing)."""
@@ -737,7 +746,7 @@ class ToolView:
                 "none of the fields function, input_schema, inputSchema and parameters)"
             )
         format: SpecFormat = "openai" if shape == "responses" else shape
-        own = (built.get(format) or self._built_by_name(format, built))[name]
+        own = (built.get(format) or self._built_by_name(format, built, checked))[name]
         if spec is own:
             return ""
         if shape == "responses":
@@ -748,14 +757,20 @@ class ToolView:
         return "" if path is None else _described(name, path, spec, own)
 
     def _built_by_name(
-        self, format: SpecFormat, built: dict[str, dict[str, Mapping[str, object]]]
+        self,
+        format: SpecFormat,
+        built: dict[str, dict[str, Mapping[str, object]]],
+        checked: set[str],
     ) -> dict[str, Mapping[str, object]]:
         """The view's specs in ``format`` by name (built in the order of its tools), once per
         check."""
         specs = cast("list[Mapping[str, object]]", self._tool_set.specs(self._tools, format))
-        # Built now, perhaps, of specs cached per tool that a write through another view
-        # changed: compared with what they were built with before the sent ones with them.
-        self._tool_set.check_intact(format, self._origin)
+        if format not in checked:
+            # Built now, perhaps, of specs cached per tool that a write through another
+            # view changed: compared with what they were built with before the sent ones
+            # with them. A list built before the call was checked by assert_coupled (once:
+            # the check walks every spec).
+            self._tool_set.check_intact(format, self._origin)
         found = built[format] = dict(zip((tool.name for tool in self._tools), specs, strict=True))
         return found
 
@@ -1125,7 +1140,7 @@ class _ToolSet:
     it at all (``schema_tool=``) is in the key.
     """
 
-    __slots__ = ("__weakref__", "_digest", "_plain", "_specs")
+    __slots__ = ("__weakref__", "_digest", "_plain", "_sorted", "_specs", "_tagged", "_tools")
     _kept: ClassVar[dict[tuple[bool, tuple[Tool, ...]], _ToolSet]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
     _by_openai_list: ClassVar[WeakValueDictionary[int, _ToolSet]] = WeakValueDictionary()
@@ -1135,7 +1150,10 @@ class _ToolSet:
     def __init__(self) -> None:
         self._specs: dict[str, FrozenList] = {}
         self._plain: dict[str, list[dict[str, object]]] = {}
+        self._tagged: dict[str, _TaggedList] = {}
+        self._tools: dict[str, tuple[Tool, ...]] = {}
         self._digest: str | None = None
+        self._sorted: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, tools: tuple[Tool, ...], schema_tool: bool = True) -> _ToolSet:
@@ -1151,9 +1169,10 @@ class _ToolSet:
     def specs(self, tools: tuple[Tool, ...], format: SpecFormat) -> FrozenList:
         made = self._specs.get(format)
         if made is None:
-            # The plain copy first: check_intact reads it for any list built() gives, which
+            # The copies first: check_intact reads them for any list built() gives, which
             # another thread may ask for as soon as the list is stored.
             self._plain[format] = [_plain_spec(tool, format) for tool in tools]
+            self._tools[format] = tools
             made = self._specs[format] = frozen_list(frozen_spec(tool, format) for tool in tools)
             if format == "openai":
                 _ToolSet._by_openai_list[id(made)] = self
@@ -1164,7 +1183,7 @@ class _ToolSet:
         built once: :meth:`built` lists it, so it is coupled by identity."""
         made = self._specs.get(_RESPONSES)
         if made is None:
-            # The plain copy first, as in specs().
+            # The copies first, as in specs().
             self._plain[_RESPONSES] = [_responses_shape(own) for own in self._plain["openai"]]
             made = self._specs[_RESPONSES] = frozen_list(
                 FrozenDict(_responses_shape(cast("Mapping[str, object]", spec))) for spec in openai
@@ -1182,28 +1201,36 @@ class _ToolSet:
         Its dicts and lists refuse every write made through their own methods, but not
         one that goes around them (``dict.__setitem__(spec, ...)``, ``list.append(specs,
         ...)``, C code), which changes what every later request of every view with these
-        tools sends. Compared with the plain copy made with it (``==``, in C: about half
-        a microsecond a tool); a write that leaves each value equal in Python (``True``
-        for ``1``) is not seen.
+        tools sends. Compared as JSON with a copy made with it (``==`` with the copy on
+        the left, in C but for the few numbers, booleans and nulls of a schema: see
+        ``_tagged``): a value written in place of an equal one of another JSON kind
+        (``True`` for ``1``, ``1.0`` for ``1``) or a ``str`` subclass whose ``==`` says
+        yes to anything is refused as any other change. Not seen: an object of another
+        JSON kind whose own ``==`` says yes (a number where a text was: the copy's ``==``
+        leaves another kind to it), nor a key replaced by one whose hash and ``==`` lie;
+        each takes code written to get past this check.
 
         Raises:
             ToolCouplingError: the list, or a spec in it, was changed.
         """
-        specs, plain = self._specs[format], self._plain[format]
-        if specs == plain:
+        specs = self._specs[format]
+        tagged: object = self._tagged.get(format)
+        if tagged is None:
+            tagged = self._tagged_list(format)
+        if tagged == specs:  # the copy on the left: see _tagged
             return
+        plain = self._plain[format]
         if len(specs) != len(plain):
             changed = f"the list holds {counted(len(specs), 'spec')}, built with {len(plain)}"
         else:
-            name, spec, own = next(
-                (_spec_name(index, own), spec, own)
-                for index, (spec, own) in enumerate(zip(specs, plain, strict=True))
-                if spec != own
+            changed = next(
+                (
+                    _changed_spec(index, spec, own)
+                    for index, (spec, own) in enumerate(zip(specs, plain, strict=True))
+                    if _first_difference(spec, own) is not None
+                ),
+                "a spec holds an object of another type where it was built with JSON",
             )
-            path = _first_difference(spec, own) or ()
-            now = _at(spec, path)
-            shown = "removed" if now is _ABSENT else f"now {quoted(now)}"
-            changed = f"tool {clip(name)} has its {_field(path) or 'spec'} changed ({shown})"
         given = (
             "the tool list a Responses request carries"
             if format == _RESPONSES
@@ -1218,6 +1245,28 @@ class _ToolSet:
             "or the tool where it is registered"
         )
 
+    def _tagged_list(self, format: str) -> _TaggedList:
+        """The copy of the list of ``format`` that :meth:`check_intact` compares it with,
+        made at its first check (of the copies made when the tools' specs were built, which
+        no caller is given), not with the list: a list never checked costs no copy."""
+        if format == _RESPONSES:
+            openai = self._tagged.get("openai")
+            if openai is None:
+                openai = self._tagged_list("openai")
+            made = _TaggedList(map(_tagged_flat, openai))
+        else:
+            spec_format = cast("SpecFormat", format)
+            made = _TaggedList(_tagged_spec(tool, spec_format) for tool in self._tools[format])
+        return self._tagged.setdefault(format, made)
+
+    def sorted_names(self, names: frozenset[str]) -> tuple[str, ...]:
+        """``names`` (the names of the views with this set of tools, the same for each of
+        them) in sorted order, sorted once: every model-call record names them."""
+        made = self._sorted
+        if made is None:
+            made = self._sorted = tuple(sorted(names))
+        return made
+
     def sha256(self, tools: tuple[Tool, ...]) -> str:
         if self._digest is None:
             # The canonical JSON of the MCP list (keys sorted, no spaces), as
@@ -1227,6 +1276,22 @@ class _ToolSet:
                 f"[{canonical}]".encode("utf-8", "surrogatepass")
             ).hexdigest()
         return self._digest
+
+
+def _changed_spec(index: int, spec: object, own: Mapping[str, object]) -> str:
+    """What was changed of the shared ``spec``, built as ``own``, in words."""
+    path = _first_difference(spec, own) or ()
+    now = _at(spec, path)
+    shown = "removed" if now is _ABSENT else f"now {quoted(now)}"
+    return f"tool {clip(_spec_name(index, own))} has its {_field(path) or 'spec'} changed ({shown})"
+
+
+def _tagged_flat(openai: object) -> _TaggedDict:
+    """The Responses API's flat shape of a tagged copy of an OpenAI chat spec, its own
+    values tagged too."""
+    flat = _responses_shape(cast("Mapping[str, object]", openai))
+    flat["type"], flat["strict"] = _tagged("function", {}), _tagged(False, {})
+    return _TaggedDict(flat)
 
 
 _RESPONSES: Final = "responses"
@@ -1261,6 +1326,12 @@ def _canonical_mcp(tool: Tool) -> str:
         ensure_ascii=False,
         separators=(",", ":"),
     )
+
+
+def _sorted_names(view: ToolView) -> tuple[str, ...]:
+    """``tuple(sorted(view.names()))``, sorted once for every view of the same tools (the
+    set of tools a view exposes decides its names)."""
+    return view._tool_set.sorted_names(view._names)
 
 
 def _registry_of(view: ToolView) -> str:
