@@ -364,7 +364,8 @@ def test_outside_text_in_a_note_mentions_no_one_and_links_nothing() -> None:
     cross-referenced an issue and a bare URL was a link, all in veridic's words."""
     notes = [
         "MCP server 'docs': 1 difference from the pins.",
-        "| `search` | description | `Search docs.` | `@acme/security-team ok #123 https://evil.example` |",
+        "| `search` | description | `Search docs.` "
+        "| `@acme/security-team ok #123 https://evil.example` |",
         "  @acme/security-team (3): substitution rate 1.00 (www.evil.example 3)",
         "```\n</pre><img src=https://evil.example/p.png> [!CAUTION]",
     ]
