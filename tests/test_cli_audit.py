@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from markdown_it import MarkdownIt
 from pydantic import BaseModel
 
 from veridic import (
@@ -732,3 +733,50 @@ def test_a_long_store_path_is_named_whole_in_every_format(
     assert capsys.readouterr().out.startswith(f"veridic audit {path}: 0 tool calls")
     assert main(["audit", str(path), "--format", "markdown"]) == 0
     assert f"## veridic audit: `{path}`" in capsys.readouterr().out
+
+
+def test_two_names_that_differ_within_64_characters_never_show_alike(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A name is shown whole up to 64 characters. The clip counted the escaped text, so a
+    model-written name of 64 characters with a newline in it lost its end, and two names
+    differing there showed as one (a clip could also cut ``\\\\`` or ``\\n`` in two and
+    show a backslash and a newline alike)."""
+    first = "x\n" + "y" * 61 + "A"
+    second = "x\n" + "y" * 61 + "B"
+    backslash, newline = "z" * 63 + "\\", "z" * 63 + "\n"
+    path = hand_written(
+        tmp_path / "a.db",
+        *(record(NOON + n, name) for n, name in enumerate((first, second, backslash, newline))),
+    )
+    for form in ("text", "markdown"):
+        assert main(["audit", str(path), "--format", form]) == 0
+        out = capsys.readouterr().out
+        for name in (first, second, backslash, newline):
+            assert shown(name) in out, (form, name)
+        assert "…" not in out, form
+
+
+@given(st.text(max_size=64))
+def test_a_text_within_the_limit_is_shown_whole(text: str) -> None:
+    assert shown(text, 64) == shown(text)
+
+
+@given(st.text(min_size=65, max_size=200))
+def test_a_clipped_text_shows_its_first_characters_whole(text: str) -> None:
+    assert shown(text, 64) == f"{shown(text[:64])}… ({len(text)} chars)"
+
+
+def test_a_name_padded_with_spaces_does_not_show_as_the_name_in_markdown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GitHub strips one space from each end of a code span: ``` ` save_note ` ``` showed
+    ``save_note``, the real tool, for a name the model padded (refused as unknown)."""
+    path = hand_written(
+        tmp_path / "a.db", record(NOON, "save_note"), record(NOON + 1, " save_note ")
+    )
+    assert main(["audit", str(path), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    html = MarkdownIt("commonmark").enable("table").render(md)
+    assert "<code>save_note</code>" in html
+    assert "<code> save_note </code>" in html

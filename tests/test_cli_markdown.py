@@ -17,10 +17,13 @@ import sys
 import textwrap
 import uuid
 from collections.abc import Callable, Iterator
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from markdown_it import MarkdownIt
 
+from veridic.checks.markdown import render_markdown
 from veridic.cli import main
 
 HOSTILE = (
@@ -323,3 +326,55 @@ def test_a_clean_manifest_check_says_so(
     assert "no findings: **clean** (exit 0)." in out
     assert "manifest.json matches the registry" in out
     assert tables(out) == []
+
+
+class _RenderedText(HTMLParser):
+    """The text of an HTML fragment GitHub would still scan for ``@mentions``, issue
+    references and bare URLs: everything outside ``code``, ``pre`` and ``a``."""
+
+    _SKIPPED = frozenset({"code", "pre", "a"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.depth = 0
+        self.text: list[str] = []
+        self.code: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.depth += tag in self._SKIPPED
+
+    def handle_endtag(self, tag: str) -> None:
+        self.depth -= tag in self._SKIPPED
+
+    def handle_data(self, data: str) -> None:
+        (self.code if self.depth else self.text).append(data)
+
+
+def rendered(markdown: str) -> _RenderedText:
+    """``markdown`` through a CommonMark parser with tables, as GitHub reads it."""
+    parser = _RenderedText()
+    parser.feed(MarkdownIt("commonmark").enable("table").render(markdown))
+    return parser
+
+
+def test_outside_text_in_a_note_mentions_no_one_and_links_nothing() -> None:
+    """A note quotes what a server or a model wrote: ``mcp pin --check`` adds the table of
+    a rewritten description, ``probe`` the tool names the model called. As plain text,
+    ``@acme/security-team`` in them notified a team from the pull request, ``#123``
+    cross-referenced an issue and a bare URL was a link, all in veridic's words."""
+    notes = [
+        "MCP server 'docs': 1 difference from the pins.",
+        "| `search` | description | `Search docs.` "
+        "| `@acme/security-team ok #123 https://evil.example` |",
+        "  @acme/security-team (3): substitution rate 1.00 (www.evil.example 3)",
+        "```\n</pre><img src=https://evil.example/p.png> [!CAUTION]",
+    ]
+    out = render_markdown([], command="mcp pin", target="servers.toml", exit_code=1, notes=notes)
+    seen = rendered(out)
+    plain = "".join(seen.text)
+    for forged in ("@acme", "#123", "evil.example", "<img", "CAUTION"):
+        assert forged not in plain, forged
+    code = "".join(seen.code)
+    assert "@acme/security-team ok #123 https://evil.example" in code  # shown, not obeyed
+    assert "</pre><img src=https://evil.example/p.png>" in code
+    assert "\\n" in code  # the note's newline, escaped: it cannot end the block

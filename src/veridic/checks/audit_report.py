@@ -105,7 +105,11 @@ def shown(text: str, limit: int | None = None) -> str:
 
     A backslash is doubled, so an escape in the output always means a character
     that was escaped (``\\x1b``), never the four characters the model wrote.
-    The clip says how long the text was: ``'name…' (1000 chars)``.
+    The clip keeps the first ``limit`` characters of ``text``, each escaped whole,
+    and says how long the text was: ``'name…' (1000 chars)``. Clipped after
+    escaping, a name of 64 characters with a newline in it lost its last one, and
+    a cut through ``\\\\`` or ``\\n`` left one backslash for either: two
+    different names showed alike.
 
     >>> shown("delete_golden")
     'delete_golden'
@@ -114,8 +118,9 @@ def shown(text: str, limit: int | None = None) -> str:
     >>> shown("x" * 50, 10)
     'xxxxxxxxxx… (50 chars)'
     """
+    clipped = limit is not None and len(text) > limit
     out = []
-    for char in text:
+    for char in text[:limit] if clipped else text:
         if char in _SHORT:
             out.append(_SHORT[char])
         elif _unseen(char):
@@ -130,9 +135,7 @@ def shown(text: str, limit: int | None = None) -> str:
         else:
             out.append(char)
     escaped = "".join(out)
-    if limit is not None and len(escaped) > limit:
-        return f"{escaped[:limit]}… ({len(text)} chars)"
-    return escaped
+    return f"{escaped}… ({len(text)} chars)" if clipped else escaped
 
 
 def _unseen(char: str) -> bool:
@@ -1244,9 +1247,13 @@ def _md(text: str, limit: int | None = None) -> str:
 
     Escaped as :func:`shown` (so no newline, control or invisible character
     survives), then backticks and pipes as ``\\x60`` and ``\\x7c``: inside a
-    code span GitHub renders no link, mention, emphasis or HTML.
+    code span GitHub renders no link, mention, emphasis or HTML. A text that starts or
+    ends with a space gets one more at each end: GitHub strips one from each end of a
+    span, and `` ` save_note ` `` showed as the tool ``save_note``.
     """
     escaped = shown(text, limit).replace("`", "\\x60").replace("|", "\\x7c")
+    if escaped.startswith(" ") or escaped.endswith(" "):
+        return f"` {escaped} `"
     return f"`{escaped}`"
 
 

@@ -1,7 +1,8 @@
 """``--format markdown``: a report for a pull-request comment or ``$GITHUB_STEP_SUMMARY``.
 
 One heading, a one-line summary (the counts and the verdict, or "no
-findings"), the notes, then a table of the items (severity, rule, tool,
+findings"), the notes (in a code block: they quote what a server or a model
+wrote), then a table of the items (severity, rule, tool,
 file:line, message, how to fix) and, when the manifest drifted, a table of
 the drift: one row per changed field (tool, field, old, new); an added or
 removed tool shows each of its fields against ``(absent)``.
@@ -13,7 +14,7 @@ control or an invisible character becomes a visible ``\\n``-style escape)
 with its pipes escaped, inside a backtick fence longer than any run of
 backticks in it. In a code span GitHub renders no HTML, link, image,
 emphasis or ``@mention``, and the text cannot end its span, its cell or its
-row. veridic's own words (the fixes, the notes) have HTML and Markdown
+row. veridic's own words (the fixes) have HTML and Markdown
 characters escaped.
 
 >>> class Item:
@@ -120,7 +121,7 @@ def render_markdown(
     out.append(_summary(chosen, exit_code, strict))
     if notes:
         out.append("")
-        out.extend(f"- {plain_cell(note)}" for note in notes)
+        out.extend(_notes_block(notes))
     if others:
         out.append("")
         out.extend(_table(_FINDINGS_HEAD, [_finding_row(item) for item in others]))
@@ -128,6 +129,23 @@ def render_markdown(
         out.extend(["", f"#### Manifest drift ({counted(len(drift), 'change')})", ""])
         out.extend(_table(_DRIFT_HEAD, [row for item in drift for row in _drift_rows(item)]))
     return "\n".join(out)
+
+
+def _notes_block(notes: Sequence[str]) -> list[str]:
+    """The notes as a fenced code block, one ``- `` line each, escaped as :func:`shown`.
+
+    A note quotes what a server or a model wrote (``mcp pin --check`` the table of a
+    rewritten description, ``probe`` the tool names the model called). Escaped as
+    veridic's own words they still read as plain text, where GitHub turns
+    ``@org/team`` into a notification, ``#123`` into a cross-reference and a bare URL
+    into a link. In a code block it renders none of them, nor HTML; each line starts
+    with ``- ``, so none can close the block, and the fence is longer than any run of
+    backticks in it.
+    """
+    lines = [f"- {shown(note)}" for note in notes]
+    longest = max((len(run) for line in lines for run in _TICKS.findall(line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}text", *lines, fence]
 
 
 def _order(item: ReportItem) -> tuple[int, str, int, str, str]:
