@@ -364,3 +364,18 @@ def test_prompt_spans_is_a_property_and_the_old_call_still_works_with_a_warning(
     with pytest.warns(DeprecationWarning, match="Prompt.spans is a property"):
         called = prompt.spans()
     assert called == prompt.spans
+
+
+@pytest.mark.parametrize("flag", [1, "yes", None, 0])
+def test_a_tool_result_error_flag_that_is_not_a_bool_is_refused_not_read_as_success(
+    flag: object,
+) -> None:
+    # error=1 (or "yes") was read as "no error": a failed call reached the model, and the
+    # Anthropic API, as a result that reports no failure, and the hash said the same.
+    composer = Composer().user("Refund order 7.").tool_call("c1", "refund", {"order": 7})
+    with pytest.raises(VeridicError, match=r"error=.*True or False"):
+        composer.tool_result(
+            "c1",
+            untrusted("refused: over limit", source="tool:refund"),
+            error=flag,  # type: ignore[arg-type]  # the mistake under test
+        )

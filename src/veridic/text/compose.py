@@ -294,6 +294,10 @@ class Composer:
         :meth:`data`. ``error=True`` says the call did not succeed (failed,
         refused, denied): Anthropic's ``tool_result`` carries ``is_error``,
         and the prompt's hash covers it (``Reply.record`` sets it).
+
+        Raises:
+            VeridicError: the id is empty, the call has a result already, the text
+                is not text, or ``error`` is not ``True`` or ``False``.
         """
         if not call_id:
             raise VeridicError(
@@ -307,13 +311,21 @@ class Composer:
                 "has a result: one result per call"
             )
         self._require_text(text, f"tool_result({quoted(call_id)}, ...)", allow_empty=True)
+        if type(error) is not bool:
+            # Read as "is it True?", error=1 or "yes" told the model (and the hash) that a
+            # failed call succeeded.
+            raise VeridicError(
+                f"tool_result({quoted(call_id)}, ...) got error={clip(repr(error))}, which is "
+                "not True or False: pass error=True for a call that failed, was refused or "
+                "denied, error=False (the default) for one that ran"
+            )
         label = f"tool:{name}" if name and _TOOL_NAME.fullmatch(name) else "tool_result"
         chosen = self._mode if mode is None else check_mode(mode, "tool_result() mode=")
         block = self._block("tool", label, text, call_id, chosen)
-        self._add(replace(block, tool_error=True) if error is True else block)
+        self._add(replace(block, tool_error=True) if error else block)
         self._answered.add(call_id)
         self._waiting.pop(call_id, None)
-        self._log.append(("tool_result", text, "", chosen, call_id, error is True, ()))
+        self._log.append(("tool_result", text, "", chosen, call_id, error, ()))
         return self
 
     def conversation(self) -> Conversation:
