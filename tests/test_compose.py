@@ -13,6 +13,7 @@ from veridic import (
     Composer,
     Prompt,
     ProvenanceError,
+    ReasoningItem,
     TrustedInstruction,
     UntrustedText,
     VeridicError,
@@ -22,6 +23,7 @@ from veridic import (
     untrusted,
 )
 from veridic.testing import adversarial_text, data_labels, trusted_instructions
+from veridic.text.message import Message, ToolCall
 
 SYSTEM = instruction("You triage support tickets.")
 
@@ -379,3 +381,28 @@ def test_a_tool_result_error_flag_that_is_not_a_bool_is_refused_not_read_as_succ
             untrusted("refused: over limit", source="tool:refund"),
             error=flag,  # type: ignore[arg-type]  # the mistake under test
         )
+
+
+def _two_reasoning_items() -> list[ReasoningItem]:
+    return [
+        ReasoningItem.of("openai", {"type": "reasoning", "id": f"rs_{n}", "summary": []})
+        for n in range(2)
+    ]
+
+
+@pytest.mark.parametrize("unordered", [set, frozenset])
+def test_reasoning_items_in_a_set_are_refused_since_their_order_would_change_by_run(
+    unordered: type[set[ReasoningItem]],
+) -> None:
+    # A set iterates in the order of its items' hashes, which PYTHONHASHSEED changes from
+    # one process to the next: the same composition hashed and was sent in another order.
+    with pytest.raises(VeridicError, match="set"):
+        Composer().user("Hi").assistant("Hello.", reasoning=unordered(_two_reasoning_items()))
+
+
+def test_tool_calls_and_parts_in_a_set_are_refused_since_their_order_would_change_by_run() -> None:
+    calls = {ToolCall("c1", "lookup", "{}"), ToolCall("c2", "lookup", "{}")}
+    with pytest.raises(VeridicError, match=r"tool_calls.*set"):
+        Message("assistant", "", ("",), calls)  # type: ignore[arg-type]  # the mistake
+    with pytest.raises(VeridicError, match=r"parts.*set"):
+        Message("user", "ab", {"a", "b"})  # type: ignore[arg-type]  # the mistake

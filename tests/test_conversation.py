@@ -343,3 +343,14 @@ def test_a_conversation_holds_a_tuple_of_turns_and_nothing_else() -> None:
     assert conversation.turns == (Turn("user", "Oslo?"),)
     with pytest.raises(VeridicError, match=r"turns\[1\].*not a Turn"):
         Conversation((Turn("user", "Oslo?"), {"user": "x"}))  # type: ignore[arg-type]
+
+
+def test_a_turn_or_a_conversation_given_a_set_is_refused_as_its_order_changes_by_run() -> None:
+    items = {
+        ReasoningItem.of("openai", {"type": "reasoning", "id": f"rs_{n}", "summary": []})
+        for n in range(2)
+    }
+    with pytest.raises(VeridicError, match="set"):
+        Turn("assistant", "Hello.", reasoning=items)  # type: ignore[arg-type]  # the mistake
+    with pytest.raises(VeridicError, match="set"):
+        Conversation({Turn("user", "Oslo?"), Turn("user", "Bergen?")})  # type: ignore[arg-type]

@@ -76,6 +76,7 @@ from veridic.text.fence import (
     preamble,
     unfence,
 )
+from veridic.text.message import _tuple_of
 from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall
 from veridic.text.provenance import (
     Span,
@@ -213,7 +214,7 @@ class Composer:
                 f"assistant() got one {type(reasoning).__name__} as reasoning: pass the turn's "
                 "reasoning items as a sequence, reasoning=reply.reasoning or reasoning=[item]"
             )
-        items = tuple(reasoning)
+        items = _tuple_of(reasoning, "assistant()'s reasoning")
         for index, item in enumerate(items):
             if not isinstance(item, ReasoningItem):
                 raise VeridicError(
