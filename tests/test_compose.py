@@ -406,3 +406,16 @@ def test_tool_calls_and_parts_in_a_set_are_refused_since_their_order_would_chang
         Message("assistant", "", ("",), calls)  # type: ignore[arg-type]  # the mistake
     with pytest.raises(VeridicError, match=r"parts.*set"):
         Message("user", "ab", {"a", "b"})  # type: ignore[arg-type]  # the mistake
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{1: "a"}, {"filter": {True: "x"}}, {"rows": [{None: 1}]}],
+)
+def test_tool_call_arguments_with_a_key_that_is_not_text_are_refused_not_rewritten(
+    arguments: dict[object, object],
+) -> None:
+    # json.dumps wrote 1 as "1", True as "true" and None as "null" without a word: the
+    # prompt recorded a call with other arguments than the ones the application passed.
+    with pytest.raises(VeridicError, match=r"c1.*key"):
+        Composer().user("Hi").tool_call("c1", "lookup", arguments)  # type: ignore[arg-type]

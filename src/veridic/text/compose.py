@@ -232,7 +232,7 @@ class Composer:
         Raises:
             VeridicError: the id or the name is empty, the id is used already (by a
                 call, or by a result placed before this call), or the arguments are not
-                JSON (an object, ``NaN`` or ``Infinity``).
+                JSON (an object, ``NaN`` or ``Infinity``, a key that is not text).
         """
         if not call_id or not name:
             raise VeridicError(
@@ -254,6 +254,7 @@ class Composer:
                 "before the call: a result answers a call the model made earlier; record "
                 "the call with tool_call() first, then its result with tool_result()"
             )
+        _require_text_keys(arguments, f"arguments of tool call {quoted(call_id)} ({_named(name)})")
         try:
             # NaN and Infinity are not JSON: Chat Completions, the Messages API and a JSON
             # column refuse them, so a call holding one is refused here, by name.
@@ -665,6 +666,28 @@ def _restored_mode(composer: Composer, stored: DataMode) -> DataMode:
     if stored == "verbatim" and composer.data_mode != "verbatim":
         return composer.data_mode
     return stored
+
+
+def _require_text_keys(value: object, where: str, path: str = "") -> None:
+    """Refuse a key that is not text anywhere in a call's arguments.
+
+    ``json.dumps`` writes ``1`` as ``"1"``, ``True`` as ``"true"`` and ``None`` as
+    ``"null"`` without a word, so the prompt would record other arguments than the ones
+    passed (and two keys that write the same, such as two NaN, as one key given twice).
+    """
+    if isinstance(value, Mapping):
+        for key, element in value.items():
+            if not isinstance(key, str):
+                raise VeridicError(
+                    f"{where} have the key {clip(repr(key))} at {path or 'the top'}, "
+                    f"{a_type(key)}: JSON keys are text, and writing it as one would record "
+                    "other arguments than the ones passed; pass the arguments as the model sent "
+                    "them (JSON values, keys as text)"
+                )
+            _require_text_keys(element, where, f"{path}[{key!r}]")
+    elif isinstance(value, list | tuple):
+        for index, element in enumerate(value):
+            _require_text_keys(element, where, f"{path}[{index}]")
 
 
 def _named(name: str) -> str:
