@@ -301,39 +301,41 @@ def test_a_turn_given_a_field_its_kind_does_not_have_is_refused_not_dropped(
     # Built by hand (Conversation(turns) is the documented way to reorder a stored record),
     # the field was kept on the turn but neither stored by to_json() nor restored: a
     # reasoning item put on a user turn, or a call id on a data block, vanished silently.
-    needed: dict[str, object] = {
+    shapes: dict[str, dict[str, object]] = {
         "user": {},
         "data": {"label": "ticket:42", "source": "ticket:42"},
         "assistant": {},
         "tool_call": {"label": "refund", "call_id": "c1"},
         "tool_result": {"source": "tool:refund", "call_id": "c1"},
-    }[kind]
+    }
+    needed = shapes[kind]
     text = "{}" if kind == "tool_call" else "words"
     with pytest.raises(VeridicError, match=rf"{kind} turn.*{field}"):
         Turn(kind, text, **{**needed, field: value})  # type: ignore[arg-type]  # under test
 
 
 @pytest.mark.parametrize(
-    ("turn", "field"),
+    ("kind", "fields", "field"),
     [
-        (lambda: Turn("tool_result", "r", source="tool:t", call_id="c1", error="yes"), "error"),
-        (lambda: Turn("tool_result", "r", source="tool:t", call_id="c1", error=1), "error"),
-        (lambda: Turn("user", 5), "text"),
-        (lambda: Turn("data", "d", None, "ticket:42"), "label"),
-        (lambda: Turn("data", "d", "ticket:42", b"ticket"), "source"),
-        (lambda: Turn("tool_result", "r", source="tool:t", call_id=7), "call_id"),
-        (lambda: Turn("assistant", "a", reasoning=(THINKING,)), "reasoning"),
-        (lambda: Turn("data", "d", "ticket:42", " "), "source"),
-        (lambda: Turn("data", "d", "bad\nlabel", "ticket:42"), "label"),
+        ("tool_result", {"source": "tool:t", "call_id": "c1", "error": "yes"}, "error"),
+        ("tool_result", {"source": "tool:t", "call_id": "c1", "error": 1}, "error"),
+        ("user", {"text": 5}, "text"),
+        ("data", {"label": None, "source": "ticket:42"}, "label"),
+        ("data", {"label": "ticket:42", "source": b"ticket"}, "source"),
+        ("tool_result", {"source": "tool:t", "call_id": 7}, "call_id"),
+        ("assistant", {"reasoning": (THINKING,)}, "reasoning"),
+        ("data", {"label": "ticket:42", "source": " "}, "source"),
+        ("data", {"label": "bad\nlabel", "source": "ticket:42"}, "label"),
+        ("tool_result", {"source": "tool:t"}, "call_id"),
     ],
 )
 def test_a_turn_whose_field_has_the_wrong_type_is_refused_where_it_is_made(
-    turn: object, field: str
+    kind: str, fields: dict[str, object], field: str
 ) -> None:
     # error="yes" was kept, written as "error": "yes" (which from_json then refused, far
     # from where the turn was made) and restored as a result that reports no failure.
     with pytest.raises(VeridicError, match=field):
-        turn()  # type: ignore[operator]
+        Turn(kind, **fields)  # type: ignore[arg-type]  # the mistake under test
 
 
 def test_a_conversation_holds_a_tuple_of_turns_and_nothing_else() -> None:

@@ -57,7 +57,7 @@ import json
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Final, Literal, Self, TypeVar
+from typing import Final, Literal, Self, TypeVar, cast
 
 from veridic._counted import counted
 from veridic._sample import clip, quoted
@@ -214,14 +214,15 @@ class Composer:
                 f"assistant() got one {type(reasoning).__name__} as reasoning: pass the turn's "
                 "reasoning items as a sequence, reasoning=reply.reasoning or reasoning=[item]"
             )
-        items = _tuple_of(reasoning, "assistant()'s reasoning")
-        for index, item in enumerate(items):
+        given = _tuple_of(reasoning, "assistant()'s reasoning")
+        for index, item in enumerate(given):
             if not isinstance(item, ReasoningItem):
                 raise VeridicError(
                     f"assistant() got {a_type(item)} as reasoning item {index} "
                     f"({clip(repr(item))}): pass the ReasoningItem values of the reply "
                     "(Reply.reasoning), or ReasoningItem.of(provider, block) for a stored block"
                 )
+        items = cast(tuple[ReasoningItem, ...], given)  # each one checked just above
         self._add(_own_words("assistant", text, items))
         self._log.append(("assistant", text, "", "datamark", "", False, items))
         return self
