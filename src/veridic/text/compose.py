@@ -114,7 +114,10 @@ class Composer:
             reused, a call gets a second result, or a turn comes between an
             assistant turn's calls and their results (answer each call first,
             ``error=True`` for one that will not run; a prompt may end with calls
-            waiting), or ``user()`` or ``assistant()`` got the fence preamble.
+            waiting), ``user()`` or ``assistant()`` got the fence preamble, a
+            result's ``error`` is not ``True`` or ``False``, reasoning items come in
+            a set (whose order changes by run), or a call's arguments hold a key
+            that is not text.
     """
 
     __slots__ = (
