@@ -13,6 +13,7 @@ from veridic import (
     Composer,
     Prompt,
     ProvenanceError,
+    ReasoningItem,
     TrustedInstruction,
     UntrustedText,
     VeridicError,
@@ -22,6 +23,7 @@ from veridic import (
     untrusted,
 )
 from veridic.testing import adversarial_text, data_labels, trusted_instructions
+from veridic.text.message import Message, ToolCall
 
 SYSTEM = instruction("You triage support tickets.")
 
@@ -364,3 +366,56 @@ def test_prompt_spans_is_a_property_and_the_old_call_still_works_with_a_warning(
     with pytest.warns(DeprecationWarning, match="Prompt.spans is a property"):
         called = prompt.spans()
     assert called == prompt.spans
+
+
+@pytest.mark.parametrize("flag", [1, "yes", None, 0])
+def test_a_tool_result_error_flag_that_is_not_a_bool_is_refused_not_read_as_success(
+    flag: object,
+) -> None:
+    # error=1 (or "yes") was read as "no error": a failed call reached the model, and the
+    # Anthropic API, as a result that reports no failure, and the hash said the same.
+    composer = Composer().user("Refund order 7.").tool_call("c1", "refund", {"order": 7})
+    with pytest.raises(VeridicError, match=r"error=.*True or False"):
+        composer.tool_result(
+            "c1",
+            untrusted("refused: over limit", source="tool:refund"),
+            error=flag,  # type: ignore[arg-type]  # the mistake under test
+        )
+
+
+def _two_reasoning_items() -> list[ReasoningItem]:
+    return [
+        ReasoningItem.of("openai", {"type": "reasoning", "id": f"rs_{n}", "summary": []})
+        for n in range(2)
+    ]
+
+
+@pytest.mark.parametrize("unordered", [set, frozenset])
+def test_reasoning_items_in_a_set_are_refused_since_their_order_would_change_by_run(
+    unordered: type[set[ReasoningItem]],
+) -> None:
+    # A set iterates in the order of its items' hashes, which PYTHONHASHSEED changes from
+    # one process to the next: the same composition hashed and was sent in another order.
+    with pytest.raises(VeridicError, match="set"):
+        Composer().user("Hi").assistant("Hello.", reasoning=unordered(_two_reasoning_items()))
+
+
+def test_tool_calls_and_parts_in_a_set_are_refused_since_their_order_would_change_by_run() -> None:
+    calls = {ToolCall("c1", "lookup", "{}"), ToolCall("c2", "lookup", "{}")}
+    with pytest.raises(VeridicError, match=r"tool_calls.*set"):
+        Message("assistant", "", ("",), calls)  # type: ignore[arg-type]  # the mistake
+    with pytest.raises(VeridicError, match=r"parts.*set"):
+        Message("user", "ab", {"a", "b"})  # type: ignore[arg-type]  # the mistake
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [{1: "a"}, {"filter": {True: "x"}}, {"rows": [{None: 1}]}],
+)
+def test_tool_call_arguments_with_a_key_that_is_not_text_are_refused_not_rewritten(
+    arguments: dict[object, object],
+) -> None:
+    # json.dumps wrote 1 as "1", True as "true" and None as "null" without a word: the
+    # prompt recorded a call with other arguments than the ones the application passed.
+    with pytest.raises(VeridicError, match=r"c1.*key"):
+        Composer().user("Hi").tool_call("c1", "lookup", arguments)  # type: ignore[arg-type]

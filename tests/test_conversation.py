@@ -24,6 +24,7 @@ from veridic import (
     unfence,
     untrusted,
 )
+from veridic.text.conversation import Turn
 from veridic.text.fence import DataMode
 
 SYSTEM = instruction("You are the support agent of Acme.")
@@ -270,3 +271,88 @@ def test_the_audit_store_keeps_each_save_and_gives_back_the_latest(tmp_path: Pat
     assert latest is not None
     assert len(latest) == 3
     assert restored(latest.to_json()).build().sha256 == composer.build().sha256
+
+
+ITEM = ReasoningItem.of("anthropic", THINKING)
+
+
+@pytest.mark.parametrize(
+    ("kind", "field", "value"),
+    [
+        ("user", "reasoning", (ITEM,)),
+        ("user", "call_id", "c1"),
+        ("user", "label", "ticket:42"),
+        ("user", "source", "ticket:42"),
+        ("user", "mode", "encode"),
+        ("data", "call_id", "c1"),
+        ("data", "error", True),
+        ("data", "reasoning", (ITEM,)),
+        ("assistant", "source", "model"),
+        ("assistant", "error", True),
+        ("tool_call", "reasoning", (ITEM,)),
+        ("tool_call", "error", True),
+        ("tool_result", "label", "tool:refund"),
+        ("tool_result", "reasoning", (ITEM,)),
+    ],
+)
+def test_a_turn_given_a_field_its_kind_does_not_have_is_refused_not_dropped(
+    kind: str, field: str, value: object
+) -> None:
+    # Built by hand (Conversation(turns) is the documented way to reorder a stored record),
+    # the field was kept on the turn but neither stored by to_json() nor restored: a
+    # reasoning item put on a user turn, or a call id on a data block, vanished silently.
+    shapes: dict[str, dict[str, object]] = {
+        "user": {},
+        "data": {"label": "ticket:42", "source": "ticket:42"},
+        "assistant": {},
+        "tool_call": {"label": "refund", "call_id": "c1"},
+        "tool_result": {"source": "tool:refund", "call_id": "c1"},
+    }
+    needed = shapes[kind]
+    text = "{}" if kind == "tool_call" else "words"
+    with pytest.raises(VeridicError, match=rf"{kind} turn.*{field}"):
+        Turn(kind, text, **{**needed, field: value})  # type: ignore[arg-type]  # under test
+
+
+@pytest.mark.parametrize(
+    ("kind", "fields", "field"),
+    [
+        ("tool_result", {"source": "tool:t", "call_id": "c1", "error": "yes"}, "error"),
+        ("tool_result", {"source": "tool:t", "call_id": "c1", "error": 1}, "error"),
+        ("user", {"text": 5}, "text"),
+        ("data", {"label": None, "source": "ticket:42"}, "label"),
+        ("data", {"label": "ticket:42", "source": b"ticket"}, "source"),
+        ("tool_result", {"source": "tool:t", "call_id": 7}, "call_id"),
+        ("assistant", {"reasoning": (THINKING,)}, "reasoning"),
+        ("data", {"label": "ticket:42", "source": " "}, "source"),
+        ("data", {"label": "bad\nlabel", "source": "ticket:42"}, "label"),
+        ("tool_result", {"source": "tool:t"}, "call_id"),
+    ],
+)
+def test_a_turn_whose_field_has_the_wrong_type_is_refused_where_it_is_made(
+    kind: str, fields: dict[str, object], field: str
+) -> None:
+    # error="yes" was kept, written as "error": "yes" (which from_json then refused, far
+    # from where the turn was made) and restored as a result that reports no failure.
+    with pytest.raises(VeridicError, match=field):
+        Turn(kind, **fields)  # type: ignore[arg-type]  # the mistake under test
+
+
+def test_a_conversation_holds_a_tuple_of_turns_and_nothing_else() -> None:
+    turns = [Turn("user", "Oslo?")]
+    conversation = Conversation(turns)  # type: ignore[arg-type]  # a list, as a caller may
+    turns.append(Turn("user", "and Bergen?"))
+    assert conversation.turns == (Turn("user", "Oslo?"),)
+    with pytest.raises(VeridicError, match=r"turns\[1\].*not a Turn"):
+        Conversation((Turn("user", "Oslo?"), {"user": "x"}))  # type: ignore[arg-type]
+
+
+def test_a_turn_or_a_conversation_given_a_set_is_refused_as_its_order_changes_by_run() -> None:
+    items = {
+        ReasoningItem.of("openai", {"type": "reasoning", "id": f"rs_{n}", "summary": []})
+        for n in range(2)
+    }
+    with pytest.raises(VeridicError, match="set"):
+        Turn("assistant", "Hello.", reasoning=items)  # type: ignore[arg-type]  # the mistake
+    with pytest.raises(VeridicError, match="set"):
+        Conversation({Turn("user", "Oslo?"), Turn("user", "Bergen?")})  # type: ignore[arg-type]

@@ -57,7 +57,7 @@ import json
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Final, Literal, Self, TypeVar
+from typing import Final, Literal, Self, TypeVar, cast
 
 from veridic._counted import counted
 from veridic._sample import clip, quoted
@@ -76,6 +76,7 @@ from veridic.text.fence import (
     preamble,
     unfence,
 )
+from veridic.text.message import _tuple_of
 from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall
 from veridic.text.provenance import (
     Span,
@@ -113,7 +114,10 @@ class Composer:
             reused, a call gets a second result, or a turn comes between an
             assistant turn's calls and their results (answer each call first,
             ``error=True`` for one that will not run; a prompt may end with calls
-            waiting), or ``user()`` or ``assistant()`` got the fence preamble.
+            waiting), ``user()`` or ``assistant()`` got the fence preamble, a
+            result's ``error`` is not ``True`` or ``False``, reasoning items come in
+            a set (whose order changes by run), or a call's arguments hold a key
+            that is not text.
     """
 
     __slots__ = (
@@ -213,14 +217,15 @@ class Composer:
                 f"assistant() got one {type(reasoning).__name__} as reasoning: pass the turn's "
                 "reasoning items as a sequence, reasoning=reply.reasoning or reasoning=[item]"
             )
-        items = tuple(reasoning)
-        for index, item in enumerate(items):
+        given = _tuple_of(reasoning, "assistant()'s reasoning")
+        for index, item in enumerate(given):
             if not isinstance(item, ReasoningItem):
                 raise VeridicError(
                     f"assistant() got {a_type(item)} as reasoning item {index} "
                     f"({clip(repr(item))}): pass the ReasoningItem values of the reply "
                     "(Reply.reasoning), or ReasoningItem.of(provider, block) for a stored block"
                 )
+        items = cast(tuple[ReasoningItem, ...], given)  # each one checked just above
         self._add(_own_words("assistant", text, items))
         self._log.append(("assistant", text, "", "datamark", "", False, items))
         return self
@@ -231,7 +236,7 @@ class Composer:
         Raises:
             VeridicError: the id or the name is empty, the id is used already (by a
                 call, or by a result placed before this call), or the arguments are not
-                JSON (an object, ``NaN`` or ``Infinity``).
+                JSON (an object, ``NaN`` or ``Infinity``, a key that is not text).
         """
         if not call_id or not name:
             raise VeridicError(
@@ -253,6 +258,7 @@ class Composer:
                 "before the call: a result answers a call the model made earlier; record "
                 "the call with tool_call() first, then its result with tool_result()"
             )
+        _require_text_keys(arguments, f"arguments of tool call {quoted(call_id)} ({_named(name)})")
         try:
             # NaN and Infinity are not JSON: Chat Completions, the Messages API and a JSON
             # column refuse them, so a call holding one is refused here, by name.
@@ -294,6 +300,10 @@ class Composer:
         :meth:`data`. ``error=True`` says the call did not succeed (failed,
         refused, denied): Anthropic's ``tool_result`` carries ``is_error``,
         and the prompt's hash covers it (``Reply.record`` sets it).
+
+        Raises:
+            VeridicError: the id is empty, the call has a result already, the text
+                is not text, or ``error`` is not ``True`` or ``False``.
         """
         if not call_id:
             raise VeridicError(
@@ -307,13 +317,21 @@ class Composer:
                 "has a result: one result per call"
             )
         self._require_text(text, f"tool_result({quoted(call_id)}, ...)", allow_empty=True)
+        if type(error) is not bool:
+            # Read as "is it True?", error=1 or "yes" told the model (and the hash) that a
+            # failed call succeeded.
+            raise VeridicError(
+                f"tool_result({quoted(call_id)}, ...) got error={clip(repr(error))}, which is "
+                "not True or False: pass error=True for a call that failed, was refused or "
+                "denied, error=False (the default) for one that ran"
+            )
         label = f"tool:{name}" if name and _TOOL_NAME.fullmatch(name) else "tool_result"
         chosen = self._mode if mode is None else check_mode(mode, "tool_result() mode=")
         block = self._block("tool", label, text, call_id, chosen)
-        self._add(replace(block, tool_error=True) if error is True else block)
+        self._add(replace(block, tool_error=True) if error else block)
         self._answered.add(call_id)
         self._waiting.pop(call_id, None)
-        self._log.append(("tool_result", text, "", chosen, call_id, error is True, ()))
+        self._log.append(("tool_result", text, "", chosen, call_id, error, ()))
         return self
 
     def conversation(self) -> Conversation:
@@ -652,6 +670,28 @@ def _restored_mode(composer: Composer, stored: DataMode) -> DataMode:
     if stored == "verbatim" and composer.data_mode != "verbatim":
         return composer.data_mode
     return stored
+
+
+def _require_text_keys(value: object, where: str, path: str = "") -> None:
+    """Refuse a key that is not text anywhere in a call's arguments.
+
+    ``json.dumps`` writes ``1`` as ``"1"``, ``True`` as ``"true"`` and ``None`` as
+    ``"null"`` without a word, so the prompt would record other arguments than the ones
+    passed (and two keys that write the same, such as two NaN, as one key given twice).
+    """
+    if isinstance(value, Mapping):
+        for key, element in value.items():
+            if not isinstance(key, str):
+                raise VeridicError(
+                    f"{where} have the key {clip(repr(key))} at {path or 'the top'}, "
+                    f"{a_type(key)}: JSON keys are text, and writing it as one would record "
+                    "other arguments than the ones passed; pass the arguments as the model sent "
+                    "them (JSON values, keys as text)"
+                )
+            _require_text_keys(element, where, f"{path}[{key!r}]")
+    elif isinstance(value, list | tuple):
+        for index, element in enumerate(value):
+            _require_text_keys(element, where, f"{path}[{index}]")
 
 
 def _named(name: str) -> str:

@@ -59,6 +59,7 @@ from veridic._sample import clip
 from veridic._words import a_type, article
 from veridic.errors import VeridicError
 from veridic.text.fence import DATA_MODES, DataMode, check_label
+from veridic.text.message import _tuple_of
 from veridic.text.prompt import ReasoningItem, ReasoningProvider
 
 __all__ = ["Conversation", "Turn"]
@@ -89,7 +90,13 @@ class Turn:
             mode (a turn of another kind would be replayed as a tool result), or a
             call's ``text`` is not one JSON object that gives each key once
             (``json.loads`` would keep the last of two without a word, and the
-            replayed call would say other than the history it was built from).
+            replayed call would say other than the history it was built from);
+            a field is of the wrong type (``error`` not ``True`` or ``False``,
+            ``reasoning`` not of :class:`ReasoningItem`), or is set on a kind that
+            does not have it (a reasoning item on a user turn, a call id on a data
+            block: neither stored nor restored, it would vanish); a block's or a
+            result's ``source`` is empty, a block's ``label`` is not a label, or a
+            call's or a result's ``call_id`` is empty.
     """
 
     kind: TurnKind
@@ -115,8 +122,11 @@ class Turn:
                 f"a stored {kind} turn got the data mode {clip(str(self.mode))}, which is "
                 f"not one of {', '.join(DATA_MODES)}"
             )
+        _check_fields(self)
         if kind == "tool_call":
             _check_arguments(self.text, self.call_id, self.label)
+        elif kind == "data":
+            check_label(self.label)
 
     def to_json_object(self) -> dict[str, object]:
         """The turn as the JSON object the format documents."""
@@ -148,6 +158,72 @@ class Turn:
         }
 
 
+_HAS: Final[dict[str, frozenset[str]]] = {
+    "user": frozenset({"text"}),
+    "data": frozenset({"text", "label", "source", "mode"}),
+    "assistant": frozenset({"text", "reasoning"}),
+    "tool_call": frozenset({"text", "label", "call_id"}),
+    "tool_result": frozenset({"text", "source", "mode", "call_id", "error"}),
+}
+"""The fields each kind of turn has; the others stay at their defaults."""
+
+_UNSET: Final[dict[str, object]] = {
+    "text": "",
+    "label": "",
+    "source": "",
+    "mode": "datamark",
+    "call_id": "",
+    "error": False,
+    "reasoning": (),
+}
+"""Every field's default, which a kind that does not have the field keeps."""
+
+
+def _check_fields(turn: Turn) -> None:
+    """Refuse a field of the wrong type, one set on a kind that does not have it, and an
+    empty source or call id where the kind needs one.
+
+    The stored format and :meth:`Composer.restore <veridic.Composer.restore>` read only
+    the fields of a turn's kind: another one set on it (a reasoning item on a user turn)
+    was neither stored nor restored, without a word, and ``error="yes"`` was restored as a
+    result that reports no failure.
+    """
+    where = f"a stored {turn.kind} turn"
+    for name in ("text", "label", "source", "call_id"):
+        value: object = getattr(turn, name)
+        if not isinstance(value, str):
+            raise VeridicError(f"{where} got {a_type(value)} as its {name}: pass text")
+    if type(turn.error) is not bool:
+        raise VeridicError(
+            f"{where} got error={clip(repr(turn.error))}: pass True for a result that reports "
+            "a failed, refused or denied call, False for one that ran"
+        )
+    reasoning = _tuple_of(turn.reasoning, f"{where}'s reasoning")
+    for index, item in enumerate(reasoning):
+        if not isinstance(item, ReasoningItem):
+            raise VeridicError(
+                f"{where} got {a_type(item)} as reasoning item {index}: pass the "
+                "ReasoningItem values of the reply, or ReasoningItem.of(provider, block)"
+            )
+    object.__setattr__(turn, "reasoning", reasoning)
+    has = _HAS[turn.kind]
+    stray = [
+        name for name, unset in _UNSET.items() if name not in has and getattr(turn, name) != unset
+    ]
+    if stray:
+        raise VeridicError(
+            f"{where} got {', '.join(stray)}, which {article(turn.kind)} turn does not have "
+            f"(it has {', '.join(sorted(has))}): it would be neither stored nor restored; "
+            "leave it out, or make the turn of the kind that carries it"
+        )
+    if "source" in has and not turn.source.strip():
+        raise VeridicError(
+            f"{where} has an empty source: an untrusted text names where it came from"
+        )
+    if "call_id" in has and not turn.call_id:
+        raise VeridicError(f"{where} has an empty call_id: give the id the model gave the call")
+
+
 @dataclass(frozen=True, slots=True)
 class Conversation:
     """The turns of a composition after its system part, in order, ready to store.
@@ -162,6 +238,17 @@ class Conversation:
     """
 
     turns: tuple[Turn, ...]
+
+    def __post_init__(self) -> None:
+        # A tuple of its own: a list the caller changes later would change what is stored.
+        turns = _tuple_of(self.turns, "Conversation(turns)")
+        for index, turn in enumerate(turns):
+            if not isinstance(turn, Turn):
+                raise VeridicError(
+                    f"Conversation(turns): turns[{index}] is {a_type(turn)}, not a Turn: make "
+                    "turns with Composer.conversation() or Conversation.from_json()"
+                )
+        object.__setattr__(self, "turns", turns)
 
     def __len__(self) -> int:
         return len(self.turns)

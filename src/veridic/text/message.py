@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 from weakref import WeakSet
@@ -237,11 +238,19 @@ def _tuple_of(value: object, where: str) -> tuple[object, ...]:
     """``value`` as the tuple a frozen value keeps of it; a list or another sequence is copied.
 
     Raises:
-        VeridicError: ``value`` is no sequence of items (``None``, a number), or is text,
-            which ``tuple()`` would split into characters.
+        VeridicError: ``value`` is no sequence of items (``None``, a number), is text,
+            which ``tuple()`` would split into characters, or is a set, whose order changes
+            from one process to the next (``PYTHONHASHSEED``): the same value would hash,
+            and be sent, in another order each run.
     """
     if type(value) is tuple:
         return value
+    if isinstance(value, AbstractSet):
+        raise VeridicError(
+            f"{where} is {a_type(value)}, whose order changes from one run to the next, so "
+            "the prompt's hash and what is sent would too: pass a tuple or a list of the "
+            "items, in the order they came"
+        )
     if isinstance(value, str | bytes) or not isinstance(value, Iterable):
         shown = "" if value is None else f" ({clip(value if type(value) is str else repr(value))})"
         raise VeridicError(
