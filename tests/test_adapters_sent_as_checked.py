@@ -9,6 +9,8 @@ Every test drives a whole run of the real SDK on a scripted model (no network).
 from __future__ import annotations
 
 import asyncio
+import threading
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Final
@@ -540,6 +542,69 @@ def test_a_runs_trusted_text_does_not_vouch_for_another_runs_request() -> None:
     assert isinstance(refused_b, ProvenanceError)
     assert "sent to the model" in str(refused_b)
     assert script_b.shown == []
+
+
+# The model wrapper learns its run from wrap_run (a context variable): every way of running an
+# agent must reach it, or the run's own trusted text (sent stripped, a plain str) is refused.
+
+OWN: Final = instruction("  Answer in French.\n")
+
+
+async def _streamed(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str]:
+    yield "Done."
+
+
+def test_the_runs_own_trusted_text_passes_when_the_run_is_iterated_or_streamed() -> None:
+    s = setup()
+    iterated = Agent(FunctionModel(Script("Done.")), instructions=OWN)
+    streamed = Agent(FunctionModel(stream_function=_streamed), instructions=OWN)
+
+    async def both() -> tuple[object, object]:
+        async with iterated.iter("Hi", capabilities=[s.veridic]) as run:
+            async for _ in run:
+                pass
+        async with streamed.run_stream("Hi", capabilities=[s.veridic]) as stream:
+            output = await stream.get_output()
+        assert run.result is not None
+        return run.result.output, output
+
+    assert asyncio.run(both()) == ("Done.", "Done.")
+
+
+@pytest.mark.parametrize("inner_capability", ["its own", "the outer run's"])
+def test_a_run_inside_another_run_leaves_the_outer_run_noted(inner_capability: str) -> None:
+    """An agent run inside another run's model call: each request is checked against its own
+    run, and the outer run's next request is known as the outer run's again."""
+    outer_setup = setup()
+    inner_veridic = setup().veridic if inner_capability == "its own" else outer_setup.veridic
+    inner = Agent(FunctionModel(Script("Inner done.")), instructions=instruction("  Be brief.\n"))
+    said: list[object] = []
+
+    async def outer_model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if said:
+            return ModelResponse(parts=[TextPart("Outer done.")])
+        said.append((await inner.run("Hi", capabilities=[inner_veridic])).output)
+        return ModelResponse(parts=[call("c1", "list_notes")])
+
+    outer = Agent(FunctionModel(outer_model), instructions=OWN)
+    assert outer.run_sync("Hi", capabilities=[outer_setup.veridic]).output == "Outer done."
+    assert said == ["Inner done."]
+
+
+def test_runs_in_two_threads_each_know_their_own_trusted_text() -> None:
+    s = setup()
+    outputs: list[object] = []
+
+    def one() -> None:
+        built = Agent(FunctionModel(Script("Done.")), instructions=OWN)
+        outputs.append(built.run_sync("Hi", capabilities=[s.veridic]).output)
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outputs == ["Done.", "Done."]
 
 
 # --- defer_loading set after construction -----------------------------------------------------

@@ -24,12 +24,12 @@ import copy
 import hashlib
 import json
 import logging
+import re
 import threading
 from collections.abc import (
     Awaitable,
     Callable,
     Coroutine,
-    Iterable,
     Iterator,
     Mapping,
     Sequence,
@@ -782,10 +782,82 @@ _IMAGE_KEYS: Final[Mapping[str, frozenset[str]]] = {
 }
 """The keys of an image part veridic sends as it is: OpenAI's ``image_url``, LangChain's
 standard ``image`` (v1, and v0's ``source_type``), Anthropic's ``image`` with its ``source``.
-Each value is an address, base64 data, an id or a media type: nothing a model reads as text."""
+Each value must be an address, base64 data, an id or an image's media type
+(:data:`_IMAGE_VALUES`): nothing a model reads as text."""
 _IMAGE_URL_KEYS: Final = frozenset({"url", "detail"})
 _IMAGE_SOURCE_KEYS: Final = frozenset({"type", "media_type", "data", "url", "file_id"})
 _IMAGE_SOURCE_TYPES: Final = frozenset({"base64", "url", "file"})
+_V0_SOURCE_TYPES: Final = frozenset({"url", "base64", "id"})
+_IMAGE_DETAILS: Final = frozenset({"auto", "low", "high", "original"})
+_RASTER_TYPES: Final = frozenset(
+    {"image/png", "image/jpeg", "image/gif", "image/webp", "image/heic", "image/heif"}
+)
+"""The media types an image part may declare. A provider sends inline data under the type it
+is given, and one (Gemini) reads ``text/plain`` or ``text/html`` as text; an SVG is XML text.
+None of these is a picture, so none is let past the blocks."""
+_BASE64: Final = re.compile(r"[A-Za-z0-9+/]*={0,2}", re.ASCII)
+_DATA_URL: Final = re.compile(r"data:(image/[a-z]+);base64,([A-Za-z0-9+/]*={0,2})", re.ASCII)
+_WEB_URL: Final = re.compile(r"https?://[!-~]+", re.ASCII)
+_FILE_ID: Final = re.compile(r"[A-Za-z0-9_.:/-]{1,256}", re.ASCII)
+
+
+def _is_image_url(value: object) -> bool:
+    """An ``http(s)`` address (the provider fetches an image), or a ``data:`` URL of base64
+    data of an image type (:data:`_RASTER_TYPES`): a ``data:`` URL of text is that text."""
+    if not isinstance(value, str):
+        return False
+    if _WEB_URL.fullmatch(value):
+        return True
+    found = _DATA_URL.fullmatch(value)
+    return found is not None and found[1] in _RASTER_TYPES
+
+
+def _is_base64(value: object) -> bool:
+    """Base64 characters only: words (spaces, punctuation) where the data belongs are not."""
+    return isinstance(value, str) and _BASE64.fullmatch(value) is not None
+
+
+def _is_file_id(value: object) -> bool:
+    return isinstance(value, str) and _FILE_ID.fullmatch(value) is not None
+
+
+def _is_image_type(value: object) -> bool:
+    return value in _RASTER_TYPES
+
+
+def _is_openai_image(value: object) -> bool:
+    """OpenAI's ``image_url``: an address, or ``{"url": ..., "detail": ...}``."""
+    if not isinstance(value, Mapping):
+        return _is_image_url(value)
+    return (
+        set(value) <= _IMAGE_URL_KEYS
+        and _is_image_url(value.get("url"))
+        and value.get("detail", "auto") in _IMAGE_DETAILS
+    )
+
+
+def _is_anthropic_source(value: object) -> bool:
+    """Anthropic's ``source``: base64 data, an address or a file, each of an image."""
+    if not isinstance(value, Mapping) or not set(value) <= _IMAGE_SOURCE_KEYS:
+        return False
+    if value.get("type") not in _IMAGE_SOURCE_TYPES:
+        return False
+    checks = {**_IMAGE_VALUES, "media_type": _is_image_type}
+    return all(checks[key](item) for key, item in value.items() if key != "type")
+
+
+_IMAGE_VALUES: Final[Mapping[str, Callable[[object], bool]]] = {
+    "id": _is_file_id,
+    "file_id": _is_file_id,
+    "url": _is_image_url,
+    "base64": _is_base64,
+    "data": _is_base64,
+    "mime_type": _is_image_type,
+    "source_type": lambda value: value in _V0_SOURCE_TYPES,
+    "image_url": _is_openai_image,
+    "source": _is_anthropic_source,
+}
+"""What each key of an image part (but its ``type``) may hold (:func:`_plain_image`)."""
 
 
 def _fenced_content(
@@ -842,31 +914,15 @@ def _part_text(part: object) -> str | None:
 
 
 def _plain_image(part: object) -> bool:
-    """Whether ``part`` is an image part of a known shape holding no text (:data:`_IMAGE_KEYS`)."""
+    """Whether ``part`` is an image part of a known shape holding no text (:data:`_IMAGE_KEYS`,
+    each value as :data:`_IMAGE_VALUES` allows)."""
     if not isinstance(part, Mapping):
         return False
     kind = part.get("type")
     keys = _IMAGE_KEYS.get(kind) if isinstance(kind, str) else None
     if keys is None or not set(part) <= keys:
         return False
-    for key, value in part.items():
-        if key == "image_url" and isinstance(value, Mapping):
-            if not (set(value) <= _IMAGE_URL_KEYS and _all_text(value.values())):
-                return False
-        elif key == "source" and isinstance(value, Mapping):
-            if not (
-                set(value) <= _IMAGE_SOURCE_KEYS
-                and value.get("type") in _IMAGE_SOURCE_TYPES
-                and _all_text(value.values())
-            ):
-                return False
-        elif not isinstance(value, str):
-            return False
-    return True
-
-
-def _all_text(values: Iterable[object]) -> bool:
-    return all(isinstance(value, str) for value in values)
+    return all(_IMAGE_VALUES[key](value) for key, value in part.items() if key != "type")
 
 
 def _unfenceable_part(part: object, index: int, where: str) -> VeridicError:
@@ -881,8 +937,9 @@ def _unfenceable_part(part: object, index: int, where: str) -> VeridicError:
         f"{where} holds a content part (part {index}, {shown}) that veridic can neither fence "
         "as data nor send as an image: a part other than text may carry words the model reads "
         "beside the data blocks; the model was not called: answer with text, or with images "
-        "as image parts holding only a url, base64 data, a file id and a media type "
-        "(image_url, or image)"
+        "as image parts (image_url, or image) holding only an http(s) address or a data: URL "
+        "of an image, base64 data, a file id and an image's media type (image/png, "
+        "image/jpeg, image/gif, image/webp, image/heic or image/heif)"
     )
 
 
