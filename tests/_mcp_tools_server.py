@@ -26,7 +26,8 @@ during the call, before it answers. ``VERIDIC_TEST_MCP_INSTRUCTIONS``, when set,
 the server's ``instructions`` (what it tells a client at the start to follow). One
 holding ``"endless": true`` writes one line to stdout that never ends (no newline, ever)
 instead of answering: what a hostile server does to a client that holds a line until
-its end.
+its end. One holding ``"latin1": text`` answers with a line whose result is that text
+written in Latin-1, not UTF-8 (the protocol's encoding), and then never answers again.
 
     python tests/_mcp_tools_server.py            # stdio
     python tests/_mcp_tools_server.py --http PORT
@@ -110,6 +111,8 @@ async def _call(
         os._exit(3)  # a server that dies in the middle of a call
     if entry.get("endless"):
         _endless_line()
+    if "latin1" in entry:
+        await _latin1_answer(ctx.request_id, entry["latin1"])
     if "raise" in entry:
         raise MCPError(code=entry["raise"]["code"], message=entry["raise"]["message"])
     if "input_required" in entry:
@@ -137,6 +140,14 @@ def _endless_line() -> None:
     while True:
         os.write(_WIRE, piece)
         piece = b"x" * 65536
+
+
+async def _latin1_answer(request_id: object, text: str) -> None:
+    """Answer with ``text`` in Latin-1 (a line that is not UTF-8), and never again."""
+    result = {"content": [{"type": "text", "text": text}]}
+    answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
+    os.write(_WIRE, json.dumps(answer, ensure_ascii=False).encode("latin-1") + b"\n")
+    await anyio.sleep_forever()
 
 
 SERVER: Server[Any] = Server(

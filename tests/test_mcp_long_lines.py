@@ -30,6 +30,9 @@ from veridic.integrations.mcp._lines import ENCODING, LongLines, line_limit, reg
 SCRIPT: Final = Path(__file__).parent / "_mcp_tools_server.py"
 QUERY: Final = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
 LIMIT: Final = 100_000  # the line limit of a server whose result_limit and describe_limit are 1000
+# Room for a server to start on a loaded machine (at 2 s, starts failed now and then); a
+# request whose answer was dropped waits all of it.
+TIMEOUT: Final = 5.0
 WARNED: Final = "dropped up to its end"  # words of the one warning a connection logs
 ENDLESS_AT_START: Final = (
     "import os\nwhile True:\n    os.write(1, b'x' * 65536)\n"  # never answers initialize
@@ -40,7 +43,7 @@ def _server(spec: Path, tools: list[dict[str, object]], **options: object) -> Mc
     described = [{"description": f"The {tool['name']} tool.", **tool} for tool in tools]
     spec.write_text(json.dumps(described))
     env = {"VERIDIC_TEST_MCP_SPEC": str(spec)}
-    limits: dict[str, object] = {"result_limit": 1000, "describe_limit": 1000, "timeout": 3.0}
+    limits: dict[str, object] = {"result_limit": 1000, "describe_limit": 1000, "timeout": TIMEOUT}
     return stdio("tools", sys.executable, str(SCRIPT), env=env, **(limits | options))  # type: ignore[arg-type]
 
 
@@ -119,7 +122,7 @@ def test_a_line_over_the_limit_is_dropped_whole_and_the_next_message_is_read(
         {"name": "cut", "input_schema": QUERY, "result": answer(LIMIT // 2)},
         {"name": "search", "input_schema": QUERY},
     ]
-    server = _server(tmp_path / "tools.json", tools, timeout=2.0)
+    server = _server(tmp_path / "tools.json", tools)
     declared = {name: Declared("query") for name in ("long", "longer", "cut", "search")}
 
     async def run() -> list[CallResult]:
@@ -143,7 +146,7 @@ def test_a_line_over_the_limit_is_dropped_whole_and_the_next_message_is_read(
 
 def test_a_listing_over_the_limit_fails_its_recheck_naming_the_limit(tmp_path: Path) -> None:
     spec = tmp_path / "tools.json"
-    server = _server(spec, [{"name": "search", "input_schema": QUERY}], timeout=2.0)
+    server = _server(spec, [{"name": "search", "input_schema": QUERY}])
 
     async def run() -> None:
         async with connect(Registry(), server, declare={"search": Declared("query")}) as connection:
@@ -152,7 +155,7 @@ def test_a_listing_over_the_limit_fails_its_recheck_naming_the_limit(tmp_path: P
 
     with pytest.raises(IntegrationError, match=f"{LIMIT:,} characters") as raised:
         asyncio.run(run())
-    assert "its answer to tools/list was lost" in str(raised.value)
+    assert "tools/list got no answer in time" in str(raised.value)
     assert raised.value.reason == "the MCP server wrote a line over the client's line limit"
 
 
@@ -188,7 +191,10 @@ def test_a_server_whose_first_line_never_ends_is_a_boot_failure_naming_the_limit
         asyncio.run(list_tools(server))
 
 
-LINES = st.lists(st.text(alphabet=st.characters(exclude_characters="\n"), max_size=40))
+# Text a server can write: a lone surrogate has no UTF-8 (hypothesis drew one now and then,
+# and the test failed encoding its own input).
+CHARACTERS = st.characters(exclude_characters="\n", codec="utf-8")
+LINES = st.lists(st.text(alphabet=CHARACTERS, max_size=40))
 
 
 @settings(max_examples=200, deadline=None)
@@ -220,3 +226,148 @@ def test_the_encoding_is_found_by_name_and_other_encodings_are_as_they_were() ->
     assert codecs.lookup("utf-8") is codecs.lookup("utf_8")
     assert type(codecs.getincrementaldecoder("utf-8")()).__module__ == "encodings.utf_8"
     assert codecs.getincrementaldecoder("latin-1")().decode(b"\xe9\n") == "é\n"
+
+
+NOT_UTF8: Final = "the MCP server wrote a line that is not UTF-8"
+BYTE_LINES = st.lists(
+    st.one_of(
+        st.text(alphabet=CHARACTERS, max_size=20).map(str.encode),
+        st.binary(max_size=20).map(lambda raw: raw.replace(b"\n", b"")),
+    ),
+    max_size=8,
+)
+
+
+def _utf8(line: bytes) -> str | None:
+    try:
+        return line.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def _utf8_begun(piece: bytes) -> str | None:
+    """``piece``, the start of a line, as text so far; ``None`` when it is not UTF-8."""
+    try:
+        return codecs.getincrementaldecoder("utf-8")().decode(piece)
+    except UnicodeDecodeError:
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=BYTE_LINES,
+    unended=st.binary(max_size=6).map(lambda raw: raw.replace(b"\n", b"")),
+    limit=st.integers(1, 30),
+    cuts=st.lists(st.integers(0, 200), max_size=8),
+)
+def test_a_line_that_is_not_utf8_is_dropped_alone_and_counted(
+    lines: list[bytes], unended: bytes, limit: int, cuts: list[int]
+) -> None:
+    """A line that is not UTF-8 (or ends inside a character) is dropped up to its end and
+    counted, never raised out of the reader (the SDK's reader, failing, ate the rest of
+    the server's stdout: every later request hung until its timeout); the lines around it
+    are read as usual, and a last line the server never ended is no message, at the end
+    of the stream as in the SDK, whatever its bytes."""
+    data = b"".join(line + b"\n" for line in lines) + unended
+    counted = LongLines("tools", limit)
+    with counted.reading():
+        decoder = codecs.getincrementaldecoder(registered())("strict")
+    out: list[str] = []
+    start = 0
+    for end in [*sorted(cut for cut in cuts if cut < len(data)), len(data)]:
+        out.append(decoder.decode(data[start:end]))
+        start = max(start, end)
+    out.append(decoder.decode(b"", final=True))
+    texts = [_utf8(line) for line in lines]
+    kept = [text for text in texts if text is not None and len(text) <= limit]
+    assert "".join(out) == "".join(f"{text}\n" for text in kept)
+    begun = _utf8_begun(unended)  # a line being read is dropped as soon as it cannot be one
+    begun_dropped = begun is None or len(begun) > limit
+    assert counted.dropped == len(lines) - len(kept) + begun_dropped
+
+
+def test_a_call_answered_with_a_line_not_utf8_fails_saying_so_and_the_next_is_answered(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    tools: list[dict[str, object]] = [
+        {"name": "latin", "input_schema": QUERY, "latin1": "café"},
+        {"name": "search", "input_schema": QUERY},
+    ]
+    server = _server(tmp_path / "tools.json", tools)
+    declared = {"latin": Declared("query"), "search": Declared("query")}
+
+    async def run() -> list[CallResult]:
+        registry = Registry()
+        with SQLiteAuditSink(tmp_path / "audit.db") as sink:
+            async with connect(registry, server, declare=declared):
+                return [await _call(registry, name, sink) for name in declared]
+
+    with caplog.at_level(logging.WARNING, logger="veridic.integrations.mcp"):
+        latin, search = asyncio.run(run())
+    error = latin.error
+    assert isinstance(error, IntegrationError)
+    assert str(error).startswith("the call may have run")
+    assert "MCP server 'tools'" in str(error)
+    assert "not UTF-8" in str(error)
+    assert "characters" not in str(error)  # no line limit was gone over: none is named
+    assert error.reason == NOT_UTF8
+    assert search.error is None  # the connection reads on
+    assert str(search.value) == 'search: {"q": "x"}'
+    (warned,) = [r.getMessage() for r in caplog.records if "not UTF-8" in r.getMessage()]
+    assert "'tools'" in warned
+
+
+def test_a_request_waiting_while_another_answer_is_dropped_is_not_told_its_answer_was(
+    tmp_path: Path,
+) -> None:
+    """The client cannot tell which request a dropped line answered: a call that timed
+    out while another's answer was dropped is told both, and that its answer may have
+    been in the line, not that it was."""
+    tools: list[dict[str, object]] = [
+        {"name": "slow", "input_schema": QUERY, "sleep": 30},
+        {"name": "long", "input_schema": QUERY, "result": {"content": [{"text": "y" * LIMIT}]}},
+    ]
+    server = _server(tmp_path / "tools.json", tools)
+    declared = {"slow": Declared("query"), "long": Declared("query")}
+
+    async def run() -> list[CallResult]:
+        registry = Registry()
+        with SQLiteAuditSink(tmp_path / "audit.db") as sink:
+            async with connect(registry, server, declare=declared):
+                calls = (_call(registry, name, sink) for name in declared)
+                return list(await asyncio.gather(*calls))
+
+    slow, long = asyncio.run(run())
+    for failed, name in ((slow, "slow"), (long, "long")):
+        message = str(failed.error)
+        assert message.startswith("the call may have run"), message
+        assert f"the call of tool {name!r} got no answer in time" in message
+        assert "may have been in that line" in message
+        assert f"{LIMIT:,} characters" in message
+
+
+def test_a_connection_opened_inside_another_reads_its_stdout_with_its_own_limit(
+    tmp_path: Path,
+) -> None:
+    """The limit is the connection's own, not that of the connection whose body opened
+    it (the context variable that tells a decoder its connection is set only while the
+    transport is entered)."""
+    answer = {"content": [{"type": "text", "text": "y" * (2 * LIMIT)}]}
+    tools: list[dict[str, object]] = [{"name": "long", "input_schema": QUERY, "result": answer}]
+    outer = _server(tmp_path / "outer.json", tools)  # its limit: LIMIT
+    roomy = _server(tmp_path / "inner.json", tools, result_limit=10_000)
+    inner = stdio("inner", *roomy.command, env=roomy.env, result_limit=10_000, timeout=TIMEOUT)
+
+    async def run() -> tuple[CallResult, CallResult]:
+        outer_registry, inner_registry = Registry(), Registry()
+        declared = {"long": Declared("query")}
+        with SQLiteAuditSink(tmp_path / "audit.db") as sink:
+            async with connect(outer_registry, outer, declare=declared):
+                async with connect(inner_registry, inner, declare=declared):
+                    read = await _call(inner_registry, "long", sink)
+                refused = await _call(outer_registry, "long", sink)
+        return read, refused
+
+    read, refused = asyncio.run(run())
+    assert read.error is None
+    assert f"{LIMIT:,} characters" in str(refused.error)

@@ -9,10 +9,16 @@ the server's stdout with ``codecs.getincrementaldecoder(parameters.encoding)`` (
 decodes UTF-8 (the protocol's encoding on stdio) and passes on whole lines only. A line
 longer than the connection's limit is never held beyond it: what was held is let go and
 the rest is dropped up to the line's newline, after which the next line is read as
-usual. The message in that line is lost, so the request it answered gets no answer: that
-request's error says which limit the server went over (:meth:`LongLines.error`) in place
-of "did not answer in time", and the connection logs one warning, not one per piece read
-(an endless line is read in thousands of them).
+usual. A line that is not UTF-8 is dropped the same way, alone: the bytes are split at
+each newline before they are decoded, where the SDK's reader, failing on such a line, ate
+the rest of the server's stdout and left every later request to hang until its timeout.
+The message in a dropped line is lost, so the request it answered gets no answer: a
+request that times out after a line was dropped says what the server wrote (which limit
+it went over, or that it was not UTF-8) in place of "did not answer in time", and that
+its answer may have been in that line, never that it was: the client cannot tell which
+request a dropped line answered (:meth:`LongLines.error`). The connection logs one
+warning for each cause, not one per piece read (an endless line is read in thousands of
+them). A last line the server never ended is no message, as in the SDK.
 
 The limit (:func:`line_limit`) is a hundred times the larger of the server's
 ``result_limit`` and ``describe_limit``: 10,000,000 characters by default. Those two bound
@@ -54,13 +60,16 @@ from veridic.integrations.mcp._results import RESULT_LIMIT
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-__all__ = ["ENCODING", "REASON", "LongLines", "line_limit", "registered"]
+__all__ = ["ENCODING", "NOT_UTF8", "REASON", "LongLines", "line_limit", "registered"]
 
 ENCODING: Final = "veridic_mcp_bounded_lines"
 """The name of the codec, given to the SDK as ``StdioServerParameters.encoding``."""
 
 REASON: Final = "the MCP server wrote a line over the client's line limit"
-"""The reason of an error (and of a failed start) caused by a line that was dropped."""
+"""The reason of an error (and of a failed start) after a line over the limit was dropped."""
+
+NOT_UTF8: Final = "the MCP server wrote a line that is not UTF-8"
+"""The reason of an error (and of a failed start) after a line not UTF-8 was dropped."""
 
 _TIMES: Final = 100  # the line limit, in times the larger of result_limit and describe_limit
 _log = logging.getLogger("veridic.integrations.mcp")
@@ -87,18 +96,33 @@ def registered() -> str:
 
 
 class LongLines:
-    """One connection's line limit, and how many lines its server wrote over it.
+    """One connection's line limit, and the lines its server wrote that were dropped.
 
-    ``dropped`` counts them: a request that fails after it grew (its answer was in a
-    dropped line, most likely) is told so by :meth:`error`.
+    ``long`` counts those over the limit, ``not_utf8`` those that are not UTF-8 (the
+    protocol's encoding: the SDK's reader, failing on one, ate the rest of the server's
+    stdout, and every later request hung until its timeout). A request that fails after
+    either grew is told so by :meth:`error`: its answer may have been in such a line (the
+    client cannot tell which request a dropped line answered, so it never says it was).
     """
 
-    __slots__ = ("_server", "dropped", "limit")
+    __slots__ = ("_server", "limit", "long", "not_utf8")
 
     def __init__(self, server: str, limit: int) -> None:
         self._server = server
         self.limit = limit
-        self.dropped = 0
+        self.long = 0
+        self.not_utf8 = 0
+
+    @property
+    def dropped(self) -> int:
+        """The lines dropped so far, for whatever cause."""
+        return self.long + self.not_utf8
+
+    @property
+    def reason(self) -> str:
+        """The reason of a failure after lines were dropped: :data:`REASON` once one was
+        over the limit, else :data:`NOT_UTF8`."""
+        return REASON if self.long else NOT_UTF8
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -122,8 +146,8 @@ class LongLines:
         """Count a line over the limit; the connection's first is logged, the rest only
         counted (an endless line is read in thousands of pieces, and a server may write
         any number of such lines)."""
-        self.dropped += 1
-        if self.dropped == 1:
+        self.long += 1
+        if self.long == 1:
             _log.warning(
                 "MCP server %r wrote a line of more than %s characters to its stdout, over "
                 "the client's line limit: the line is dropped up to its end (the request it "
@@ -134,24 +158,53 @@ class LongLines:
                 f"{self.limit:,}",
             )
 
+    def unreadable(self) -> None:
+        """Count a line that is not UTF-8; the connection's first is logged, the rest
+        only counted."""
+        self.not_utf8 += 1
+        if self.not_utf8 == 1:
+            _log.warning(
+                "MCP server %r wrote a line to its stdout that is not UTF-8, the protocol's "
+                "encoding: the line is dropped (the request it answered gets no answer, and "
+                "fails saying so), and later such lines are dropped without another warning; "
+                "fix the server",
+                self._server,
+            )
+
     def said(self) -> str:
-        """What the server did, for an error of a request it left unanswered."""
+        """What the server did, for an error of a request it may have left unanswered."""
+        wrote = []
+        if self.long:
+            wrote.append(
+                f"a line of more than {self.limit:,} characters to its stdout, over the "
+                "client's line limit (a hundred times the server's result_limit or "
+                "describe_limit, whichever is larger)"
+            )
+        if self.not_utf8:
+            wrote.append("a line to its stdout that is not UTF-8, the protocol's encoding")
         return (
-            f"MCP server {self._server!r} wrote a line of more than {self.limit:,} characters "
-            "to its stdout, over the client's line limit (a hundred times the server's "
-            "result_limit or describe_limit, whichever is larger), and the client dropped "
-            "it rather than hold it in memory"
+            f"MCP server {self._server!r} wrote {' and '.join(wrote)}, and the client "
+            "dropped it rather than read it"
         )
 
     def error(self, lost: str, *, ran: bool = False) -> IntegrationError:
-        """The error of a request whose answer was ``lost`` (words saying what was lost)
-        in a dropped line; ``ran``: a call, which may have run all the same (said first,
-        where an audit record's clipped detail keeps it)."""
+        """The error of a request that got no answer (``lost``: words saying which, and
+        what followed) while the server wrote a line that was dropped; ``ran``: a call,
+        which may have run all the same (said first, where an audit record's clipped
+        detail keeps it)."""
         first = "the call may have run: " if ran else ""
+        check = "check what the call did before calling it again, and " if ran else ""
+        room = (
+            ", or, if its messages are rightly this long, raise result_limit= where the "
+            "server is declared"
+            if self.long
+            else ""
+        )
         return IntegrationError(
-            f"{first}{self.said()}, so {lost}; fix the server, or, if its messages are "
-            "rightly this long, raise result_limit= where the server is declared",
-            reason=REASON,
+            f"{first}{lost}; while it waited, {self.said()}: its answer may have been in "
+            f"that line (the client cannot tell which request a dropped line answered); "
+            f"{check}fix the server{room}",
+            reason=self.reason,
         )
 
 
@@ -160,10 +213,14 @@ _UNCONNECTED: Final = LongLines("(not a veridic connection)", line_limit(RESULT_
 
 
 class _BoundedLines(codecs.IncrementalDecoder):
-    """UTF-8, passed on a whole line at a time; a line over the limit dropped up to its end.
+    """UTF-8, passed on a whole line at a time; a line over the limit, or not UTF-8,
+    dropped up to its end.
 
-    ``held`` is how many characters of the line not yet ended it holds: never more than
-    the limit.
+    The bytes are split at each newline before they are decoded (a newline byte is never
+    part of another character in UTF-8), so a line that is not UTF-8 is dropped alone and
+    the reading goes on. ``held`` is how many characters of the line not yet ended it
+    holds: never more than the limit. A last line the server never ended is no message:
+    at the end of the stream (``final``) it is let go, as the SDK lets go of its own.
     """
 
     def __init__(self, errors: str = "strict") -> None:
@@ -175,9 +232,12 @@ class _BoundedLines(codecs.IncrementalDecoder):
         self.held = 0
 
     def decode(self, input: ReadableBuffer, final: bool = False) -> str:
-        *ends, rest = self._text.decode(input, final).split("\n")
+        *ends, rest = bytes(input).split(b"\n")
         whole = [line for line in map(self._ended, ends) if line is not None]
-        self._hold(rest)
+        if final:
+            self.reset()
+        else:
+            self._hold(rest)
         return "".join(f"{line}\n" for line in whole)
 
     def reset(self) -> None:
@@ -185,31 +245,43 @@ class _BoundedLines(codecs.IncrementalDecoder):
         self._let_go()
         self._dropping = False
 
-    def _ended(self, tail: str) -> str | None:
+    def _ended(self, tail: bytes) -> str | None:
         """The line ``tail`` ends, whole; ``None`` when the line is dropped."""
-        if self._dropping:
-            self._dropping = False  # the dropped line's end: the next one is read
-            return None
-        if self.held + len(tail) > self._lines.limit:
-            self._let_go()
-            self._lines.over()
-            return None
-        line = "".join([*self._pieces, tail])
-        self._let_go()
+        text = None if self._dropping else self._decoded(tail, final=True)
+        line = None if text is None else self._within(text)
+        self.reset()  # the next line is read afresh
         return line
 
-    def _hold(self, piece: str) -> None:
+    def _within(self, tail: str) -> str | None:
+        """The held line ended by ``tail``; ``None`` (counted) when it is over the limit."""
+        if self.held + len(tail) > self._lines.limit:
+            self._lines.over()
+            return None
+        return "".join([*self._pieces, tail])
+
+    def _hold(self, piece: bytes) -> None:
         """Hold ``piece`` of a line not yet ended, or start dropping the line when it
-        would go over the limit."""
+        is not UTF-8 or would go over the limit."""
         if self._dropping or not piece:
             return
-        if self.held + len(piece) > self._lines.limit:
+        text = self._decoded(piece, final=False)
+        if text is not None and self.held + len(text) > self._lines.limit:
+            self._lines.over()
+            text = None
+        if text is None:
             self._let_go()
             self._dropping = True
-            self._lines.over()
             return
-        self._pieces.append(piece)
-        self.held += len(piece)
+        self._pieces.append(text)
+        self.held += len(text)
+
+    def _decoded(self, piece: bytes, *, final: bool) -> str | None:
+        """``piece`` of a line as text; ``None`` (counted) when it is not UTF-8."""
+        try:
+            return self._text.decode(piece, final)
+        except UnicodeDecodeError:
+            self._lines.unreadable()
+            return None
 
     def _let_go(self) -> None:
         self._pieces = []

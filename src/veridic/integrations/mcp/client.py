@@ -108,6 +108,7 @@ from veridic.errors import (
     ToolUnavailableError,
     VeridicError,
 )
+from veridic.integrations.mcp._lines import NOT_UTF8 as _NOT_UTF8
 from veridic.integrations.mcp._lines import REASON as _LINE_REASON
 from veridic.integrations.mcp._lines import LongLines, line_limit
 from veridic.integrations.mcp._lines import registered as _bounded_lines
@@ -535,7 +536,7 @@ class McpConnection:
             listed = await _listing(client, self.server, refresh=True)
         except Exception as error:
             if self._dropped_since(since, error):
-                raise self._lines.error("its answer to tools/list was lost") from error
+                raise self._lines.error("tools/list got no answer in time") from error
             raise
         return self._withhold_changed(_by_name(self.server, listed))
 
@@ -781,7 +782,7 @@ class McpConnection:
             listed = _by_name(self.server, await _listing(client, self.server, refresh=False))
         except Exception as error:
             if self._dropped_since(since, error):
-                lost = f"its answer to tools/list was lost and tool {name!r} was not called"
+                lost = f"tools/list got no answer in time, so tool {name!r} was not called"
                 raise self._lines.error(lost) from error
             if await self._lost_connection(client, error):
                 raise self._live_error() from error
@@ -798,8 +799,7 @@ class McpConnection:
                 result = await client.call_tool(name, arguments)  # type: ignore[attr-defined]  # an mcp.Client
         except Exception as error:
             if self._dropped_since(since, error):
-                lost = f"the call of tool {name!r} got no answer; check what it did before "
-                lost += "calling it again"
+                lost = f"the call of tool {name!r} got no answer in time"
                 raise self._lines.error(lost, ran=True) from error
             if _timed_out(error):
                 raise _unanswered(self.server, name) from error
@@ -819,7 +819,8 @@ class McpConnection:
 
     def _dropped_since(self, since: int, error: BaseException) -> bool:
         """Whether ``error`` is a request left unanswered while the server wrote a line
-        over the line limit (its answer, most likely, dropped with the line)."""
+        that was dropped (over the line limit, or not UTF-8): its answer may have been in
+        it, or in none (another request's answer may have been)."""
         return self._lines.dropped > since and any(_timed_out(leaf) for leaf in _leaves(error))
 
     def _withhold_changed(self, listed: Mapping[str, PinnedTool]) -> tuple[PinChange, ...]:
@@ -1456,7 +1457,9 @@ def _plain_errors() -> Iterator[None]:
 def _reason(error: BaseException, lines: LongLines) -> TrustedInstruction:
     """What the capability section says of a server that failed (never the error's text)."""
     if lines.dropped and any(_timed_out(leaf) for leaf in _leaves(error)):
-        return instruction(_LINE_REASON)
+        if lines.long:
+            return instruction(_LINE_REASON)
+        return instruction(_NOT_UTF8)
     if any(_timed_out(leaf) for leaf in _leaves(error)):
         return instruction("the MCP server did not answer in time")
     return instruction("the MCP server did not start")
@@ -1471,9 +1474,10 @@ def _timed_out(error: BaseException) -> bool:
 
 def _unreachable(server: McpServer, error: BaseException, lines: LongLines) -> IntegrationError:
     reason = str(_reason(error, lines))
-    if reason == _LINE_REASON:
+    if lines.dropped and reason == lines.reason:
         return lines.error(
-            f"it did not answer in time ({server._where}); its tools are unavailable until it does"
+            f"MCP server {server.name!r} ({server._where}) did not answer its start in time, "
+            "and its tools are unavailable until it does"
         )
     told = "; ".join(_quoted(leaf) for leaf in _leaves(error))
     return IntegrationError(
