@@ -126,7 +126,7 @@ def test_a_new_sqlite_file_another_connection_reads_is_refused_naming_the_store(
     assert "another connection" in noted
     assert "open the store again" in noted
     with SQLiteAuditSink(path) as store:  # nothing was left half-made
-        assert store.query() == []
+        assert store.count() == 0
 
 
 # --- (3) which of SQLite's lock errors a store waits out ------------------------------------
