@@ -310,3 +310,43 @@ def test_a_delegated_tool_missing_its_context_is_refused_before_it_is_recorded()
     assert isinstance(result.error, VeridicError)
     assert "asks for a" in str(result.error)
     assert "delegation:purge" not in result.record.operations
+
+
+class _RefusingSink:
+    """A store whose ``write`` refuses with a driver's error quoting the row."""
+
+    def write(self, record: object, /) -> None:
+        raise _named(FORGED)(f"the row was refused: {FORGED}")
+
+
+def test_a_call_whose_record_the_store_refused_is_logged_without_the_raw_message(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The log line of a tools/call that ended in an error carried it as exc_info: its
+    # traceback printed the store's message raw, escape sequences and workflow commands.
+    registry = Registry("mcp-log")
+
+    @registry.tool(kind="query")
+    def fetch_report(key: str) -> str:
+        """Fetch a report a worker built.
+
+        Args:
+            key: The report's key.
+        """
+        return "report"
+
+    server = mcp_server(lambda request: registry.view(), audit=_RefusingSink())
+
+    async def main() -> types.CallToolResult:
+        async with Client(server) as client:
+            return await client.call_tool("fetch_report", {"key": "k"})
+
+    with caplog.at_level(logging.ERROR, logger="veridic.integrations.mcp"):
+        result = anyio.run(main)
+    assert result.is_error
+    formatter = logging.Formatter()
+    lines = [formatter.format(r) for r in caplog.records if r.name == "veridic.integrations.mcp"]
+    assert lines
+    for line in lines:
+        _inert(line, 8000)
+    assert any("the row was refused: " in line for line in lines)
