@@ -350,3 +350,35 @@ def test_a_call_whose_record_the_store_refused_is_logged_without_the_raw_message
     for line in lines:
         _inert(line, 8000)
     assert any("the row was refused: " in line for line in lines)
+
+
+class _Rows(list[Any]):
+    """A list whose emptying fails with an error named by outside text."""
+
+    def clear(self) -> None:
+        raise _named(FORGED + "X" * 5000)("cannot clear")
+
+
+class _Made(tuple[Any, ...]):
+    """A tuple whose making fails, once made, with an error named by outside text."""
+
+    def __new__(cls, items: Any) -> _Made:
+        if _Made.made:
+            raise _named(FORGED + "X" * 5000)("cannot make")
+        _Made.made = True
+        return super().__new__(cls, items)
+
+    made = False
+
+
+@pytest.mark.parametrize("value", [_Rows([{"b", "a"}]), _Made([{"b", "a"}])], ids=["list", "tuple"])
+def test_a_template_param_that_cannot_be_remade_names_an_outside_class_escaped(
+    tmp_path: Path, value: object
+) -> None:
+    (tmp_path / "t.j2").write_text("{{ value[0]|join(',') }}")
+    template = Templates(tmp_path).data("t.j2", params=_Given)
+    with pytest.raises(TemplateError) as failed:
+        template.render({"value": value})
+    message = str(failed.value)
+    assert "it raised" in message
+    _inert(message, 1200)
