@@ -26,6 +26,8 @@ from veridic import (
     ApprovalPolicy,
     AuditRecordError,
     Conversation,
+    NormalizedPlan,
+    PlanError,
     PostgresAuditSink,
     Registry,
     SQLiteAuditSink,
@@ -34,6 +36,7 @@ from veridic import (
     ToolView,
     VeridicError,
     execute,
+    normalize_plan,
 )
 from veridic.integrations.mcp.server import McpRequest, mcp_server
 from veridic.run.records import ModelCallRecord, ModelReplyRecord
@@ -220,9 +223,7 @@ def test_a_view_factorys_error_is_logged_without_its_raw_message(
         result = anyio.run(main)
     assert result.is_error
     formatter = logging.Formatter()
-    (line,) = [
-        formatter.format(r) for r in caplog.records if r.name == "veridic.integrations.mcp"
-    ]
+    (line,) = [formatter.format(r) for r in caplog.records if r.name == "veridic.integrations.mcp"]
     _inert(line, 8000)
     assert "the licence server said: " in line  # still recognisable
     assert "Traceback" in line
@@ -383,3 +384,37 @@ def test_a_template_param_that_cannot_be_remade_names_an_outside_class_escaped(
     message = str(failed.value)
     assert "it raised" in message
     _inert(message, 1200)
+
+
+# --- (8) a JSONPath in a plan's arguments ------------------------------------------------
+
+
+def test_a_jsonpath_naming_a_step_is_kept_as_the_query_it_is() -> None:
+    # docs/plans-and-approvals.md: a JSONPath's "$" is the root of the document the tool
+    # queries, not a placeholder; "$step_4.output" (a name right after "$") still is one.
+    registry = Registry("jsonpath")
+
+    @registry.tool(kind="query")
+    def query_document(path: str) -> str:
+        """Query the stored run document by a JSONPath.
+
+        Args:
+            path: The JSONPath to read.
+        """
+        return path
+
+    view = registry.view()
+
+    def plan(path: str) -> NormalizedPlan:
+        return normalize_plan(
+            [
+                {"id": "step_4", "tool": "query_document", "arguments": {"path": "$.a"}},
+                {"id": "b", "tool": "query_document", "arguments": {"path": path}},
+            ],
+            view,
+        )
+
+    kept = plan("$.steps.step_4.output")
+    assert [step.arguments["path"] for step in kept.steps] == ["$.a", "$.steps.step_4.output"]
+    with pytest.raises(PlanError):
+        plan("$step_4.output")

@@ -199,8 +199,8 @@ class Conversation:
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             found = document.get("format") if isinstance(document, dict) else None
             raise VeridicError(
-                f"Conversation.from_json() got a document of format {quoted(found)}, not {FORMAT!r}: "
-                "pass the text Conversation.to_json() wrote"
+                f"Conversation.from_json() got a document of format {quoted(found)}, not "
+                f"{FORMAT!r}: pass the text Conversation.to_json() wrote"
             )
         extra = sorted(set(document) - {"format", "turns"})
         turns = document.get("turns")
