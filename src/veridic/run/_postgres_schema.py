@@ -383,7 +383,8 @@ def _version(db: psycopg.Connection[Any], where: str) -> int:
         if not _has_schema(db):
             raise AuditRecordError(_without_schema(where, tables))
     rows = db.execute("SELECT version FROM veridic_schema").fetchall()
-    if len(rows) != 1 or not isinstance(rows[0][0], int):
+    # type(), not isinstance(): a BOOLEAN column reads as True, which is an int.
+    if len(rows) != 1 or type(rows[0][0]) is not int:
         raise AuditRecordError(
             f"{where}: the veridic_schema table holds {quoted(rows, 80)}, not one version number; "
             "something other than veridic wrote it: check what else uses this database"

@@ -71,7 +71,7 @@ from veridic import __version__
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
 
-__all__ = ["VERSION", "lacks", "prepare"]
+__all__ = ["VERSION", "busy", "lacks", "prepare"]
 
 VERSION: Final = 9
 
@@ -149,14 +149,44 @@ _CALLS_INDEX: Final = (
 )
 
 
+def busy(error: sqlite3.Error) -> bool:
+    """Whether SQLite refused for a lock another connection holds, which waiting can end.
+
+    Every extended code of ``SQLITE_BUSY`` is: ``_RECOVERY`` (another connection is
+    recovering the WAL file), ``_SNAPSHOT`` (a read in WAL mode went stale: retried as a
+    new statement in autocommit, it reads afresh) and ``_TIMEOUT`` (a VFS's blocking lock
+    timed out). ``SQLITE_LOCKED`` is not: it is a conflict inside the same connection, or
+    of a shared cache, which no store's connection uses, and waiting does not end it.
+    """
+    code = getattr(error, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF == sqlite3.SQLITE_BUSY
+
+
 def prepare(db: sqlite3.Connection, where: str) -> None:
     """Bring the database behind ``db`` (autocommit) to :data:`VERSION`, or refuse it.
 
     Raises:
         AuditRecordError: the database was written by a later veridic, or is
             another application's.
-        sqlite3.Error: it cannot be read or written.
+        sqlite3.Error: it cannot be read or written; one for a lock that another
+            connection kept longer than SQLite waits (:func:`busy`) has a note that names
+            the store and says what to do.
     """
+    try:
+        _prepare(db, where)
+    except sqlite3.Error as error:
+        if busy(error):
+            error.add_note(
+                f"{where} could not bring the file to audit schema {VERSION}: another "
+                "connection kept it locked (a write, or a read of a file not yet in WAL mode, "
+                "such as a new one) for as long as SQLite waits; nothing was changed: open the "
+                "store again once that connection is done"
+            )
+        raise
+
+
+def _prepare(db: sqlite3.Connection, where: str) -> None:
+    """:func:`prepare`, whose errors it notes."""
     version = _version(db, where)
     if version == VERSION:  # the common case: no write lock taken
         return

@@ -62,7 +62,7 @@ from typing import Final, Literal, Protocol, runtime_checkable
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
 from veridic.run._sql_store import AsyncSQLStore, SQLStore
-from veridic.run._sqlite_schema import prepare
+from veridic.run._sqlite_schema import busy, prepare
 from veridic.run._store import (
     INSERT,
     KEYED_AUDIT,
@@ -474,7 +474,7 @@ def _write_ahead(db: sqlite3.Connection, store: object) -> None:
             (mode,) = db.execute("PRAGMA journal_mode=WAL").fetchone()
             break
         except sqlite3.OperationalError as error:
-            if error.sqlite_errorname != "SQLITE_BUSY":
+            if not busy(error):
                 raise
             if time.monotonic() >= deadline:
                 error.add_note(

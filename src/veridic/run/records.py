@@ -337,7 +337,7 @@ def _check_model_call(r: ModelCallRecord) -> None:
         AuditRecordError: names every malformed field.
     """
     problems = [
-        f"{name} must be a non-empty string, got {value!r}"
+        f"{name} must be a non-empty string, got {quoted(value)}"
         for name, value in (
             ("request_id", r.request_id),
             ("api", r.api),
@@ -359,7 +359,7 @@ def _check_model_call(r: ModelCallRecord) -> None:
     if not isinstance(r.tools, tuple) or not all(map(isinstance, r.tools, repeat(str))):
         problems.append(f"tools must be a tuple of names, got {quoted(r.tools)}")
     problems += [
-        f"{name} must be 64 lowercase hex digits, got {value!r}"
+        f"{name} must be 64 lowercase hex digits, got {quoted(value)}"
         for name, value in (
             ("prompt_sha256", r.prompt_sha256),
             ("tools_sha256", r.tools_sha256),
@@ -379,11 +379,11 @@ def _check_model_call(r: ModelCallRecord) -> None:
             f"message), got {quoted(r.instruction_spans)}"
         )
     if not isinstance(r.call_id, str) or not _ID.fullmatch(r.call_id):
-        problems.append(f"call_id must be 32 lowercase hex digits, got {r.call_id!r}")
+        problems.append(f"call_id must be 32 lowercase hex digits, got {quoted(r.call_id)}")
     problems += _time_problems(r, "time")
     if problems:
         raise AuditRecordError(
-            f"model-call record of request {r.request_id!r} is malformed: "
+            f"model-call record of request {quoted(r.request_id)} is malformed: "
             f"{'; '.join(problems)}; build it from the call as sent (ModelGateway does)"
         )
 
@@ -411,12 +411,14 @@ def _check_model_reply(r: ModelReplyRecord) -> None:
     """
     problems = []
     if not isinstance(r.request_id, str) or not r.request_id.strip():
-        problems.append(f"request_id must be a non-empty string, got {r.request_id!r}")
+        problems.append(f"request_id must be a non-empty string, got {quoted(r.request_id)}")
     if not isinstance(r.prompt_sha256, str) or not _SHA256.fullmatch(r.prompt_sha256):
-        problems.append(f"prompt_sha256 must be 64 lowercase hex digits, got {r.prompt_sha256!r}")
+        problems.append(
+            f"prompt_sha256 must be 64 lowercase hex digits, got {quoted(r.prompt_sha256)}"
+        )
     for name in ("response_id", "model", "stop_reason"):
         if not isinstance(getattr(r, name), str):
-            problems.append(f"{name} must be a string, got {getattr(r, name)!r}")
+            problems.append(f"{name} must be a string, got {quoted(getattr(r, name))}")
     if not isinstance(r.tool_calls, tuple) or not all(
         isinstance(name, str) for name in r.tool_calls
     ):
@@ -424,11 +426,11 @@ def _check_model_reply(r: ModelReplyRecord) -> None:
     if r.usage is not None:
         problems += _usage_problems(r.usage)
     if not isinstance(r.call_id, str) or not (r.call_id == "" or _ID.fullmatch(r.call_id)):
-        problems.append(f"call_id must be a ModelCallRecord's call_id, got {r.call_id!r}")
+        problems.append(f"call_id must be a ModelCallRecord's call_id, got {quoted(r.call_id)}")
     problems += _time_problems(r, "time", "latency")
     if problems:
         raise AuditRecordError(
-            f"model-reply record of request {r.request_id!r} is malformed: "
+            f"model-reply record of request {quoted(r.request_id)} is malformed: "
             f"{'; '.join(problems)}; build it from the answer as read (ModelGateway does)"
         )
 
@@ -520,7 +522,7 @@ def _validate(record: AuditRecord) -> None:
         return
     problems = list(_problems(record))
     if problems:
-        where = f"audit record of tool {record.tool!r} in request {record.request_id!r}"
+        where = f"audit record of tool {quoted(record.tool)} in request {quoted(record.request_id)}"
         raise AuditRecordError(
             f"{where} is malformed: {'; '.join(problems)}; build the record from the call "
             "as it happened (veridic.execute does), or fix the listed fields"
@@ -665,7 +667,7 @@ def _stored_id(value: object, name: str, request_id: str) -> str:
     if isinstance(value, str) and _ID.fullmatch(value):
         return value
     raise AuditRecordError(
-        f"a stored record of request {request_id!r} has {name} {quoted(value)}, not 32 "
+        f"a stored record of request {quoted(request_id)} has {name} {quoted(value)}, not 32 "
         "lowercase hex digits (new_id()): the table was written by something other than "
         "veridic; check what else writes to the audit store"
     )

@@ -17,7 +17,7 @@ from jinja2.exceptions import SecurityError
 from jinja2.exceptions import TemplateError as JinjaTemplateError
 from pydantic import BaseModel
 
-from veridic._sample import clip
+from veridic._sample import class_named, clip
 from veridic._words import a_type
 from veridic.config import settings
 from veridic.errors import ProvenanceError, TemplateError, TemplateSandboxError, VeridicError
@@ -118,7 +118,7 @@ class Bound(Generic[P]):
             whose, fix = "template", "fix the template or the values passed to it"
         return TemplateError(
             f"{whose} {self.origin!r}{_line(error)} failed to render: "
-            f"{type(error).__name__}: {clip(error_message(error))}; an expression of the template "
+            f"{class_named(error)}: {clip(error_message(error))}; an expression of the template "
             f"failed on the values it was given: {fix}, or guard the expression "
             "({% if %}, |default)"
         )

@@ -52,7 +52,7 @@ from uuid import UUID
 import typing_extensions
 from pydantic import BaseModel, BeforeValidator
 
-from veridic._sample import clip, error_message
+from veridic._sample import class_named, clip, error_message
 from veridic._words import a_type, article
 from veridic.errors import ProvenanceError, TemplateParamsError
 from veridic.text.provenance import TrustedInstruction, is_trusted, untrusted
@@ -557,7 +557,7 @@ class _Sorting:
                     cast("dict[object, object]", items)
                 )
         except Exception as error:
-            raise self._unremade(value, f" (it raised {type(error).__name__})", "") from error
+            raise self._unremade(value, f" (it raised {class_named(error)})", "") from error
         if not _holds_each(_held(made), held):
             raise self._unremade(value, "", "")
         self.became[id(value)] = made
@@ -574,7 +574,7 @@ class _Sorting:
         try:
             made = kind(given)
         except Exception as error:
-            raise self._unremade(value, f" (it raised {type(error).__name__})", "") from error
+            raise self._unremade(value, f" (it raised {class_named(error)})", "") from error
         if type(made) is not kind or not _holds_each(_held(made), held):
             raise self._unremade(value, "", "")
         if state := getattr(value, "__dict__", None):
@@ -609,7 +609,7 @@ class _Sorting:
         except Exception as error:
             raise TemplateParamsError(
                 f"{self.where} holds {a_type(value)} with a set in it, and the instance cannot "
-                f"be copied ({type(error).__name__}: {clip(error_message(error))}): the render "
+                f"be copied ({class_named(error)}: {clip(error_message(error))}): the render "
                 "reads a set sorted on a shallow copy, to leave the instance you passed as it is: "
                 "pass the set as a list in the order the prompt should show, or let copy.copy() "
                 "copy the instance"

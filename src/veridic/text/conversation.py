@@ -55,7 +55,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, cast, get_args
 
 from veridic import _json_object
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type, article
 from veridic.errors import VeridicError
 from veridic.text.fence import DATA_MODES, DataMode, check_label
@@ -286,8 +286,8 @@ class Conversation:
         if not isinstance(document, dict) or document.get("format") != FORMAT:
             found = document.get("format") if isinstance(document, dict) else None
             raise VeridicError(
-                f"Conversation.from_json() got a document of format {found!r}, not {FORMAT!r}: "
-                "pass the text Conversation.to_json() wrote"
+                f"Conversation.from_json() got a document of format {quoted(found)}, not "
+                f"{FORMAT!r}: pass the text Conversation.to_json() wrote"
             )
         extra = sorted(set(document) - {"format", "turns"})
         turns = document.get("turns")

@@ -63,9 +63,10 @@ run): a plan that needs an output before it exists cannot run as proposed, and
 the demanding user's plan is refused whole rather than run in part. Run the
 steps that make the output, give the model their results, and ask it to plan
 the rest. A placeholder that names no step of the plan (GitHub's ``${{
-steps.build.outputs.sha }}``), and prose that mentions one ("after step 4"), are
-text. Ids are compared as a reader sees them (see below), so ``{{ STEP_4 }}``
-names ``step_4``.
+steps.build.outputs.sha }}``), prose that mentions one ("after step 4"), and a
+JSONPath (``$.steps.step_4.output``: a query a tool runs on a document it reads, its
+``$`` that document's root) are text. Ids are compared as a reader sees them (see
+below), so ``{{ STEP_4 }}`` names ``step_4``.
 
 Step ids a reader cannot tell apart are refused (a :class:`~veridic.PlanError`):
 ids equal once their Unicode compatibility form (NFKC), case, invisible

@@ -332,31 +332,36 @@ class Tool:
             GuardDeniedError: called by a handler inside a dispatch that may not run
                 this tool; the handler did not run.
         """
+        # The context is checked first: a delegation judged allowed is recorded at once,
+        # and a call refused for its context after that was in the record as run.
+        given = self._given(arguments, context)
         if current_dispatch() is None or _veridic_frame(sys._getframe(1)):
             # Outside any dispatch (the application's own code), or veridic's dispatch,
             # which judged the call before it got here.
-            return self._called(arguments, context)
+            return self._invoke(given)
         if not _delegated(self.name, self.risk, self.kind):
-            return self._called(arguments, context)
-        result = self._called(arguments, context)
+            return self._invoke(given)
+        result = self._invoke(given)
         if inspect.isawaitable(result):
             return self._done_once_awaited(result)
         self._done()
         return result
 
-    def _called(
+    def _given(
         self, arguments: Mapping[str, object], context: ToolContext[object] | None
-    ) -> object:
+    ) -> Mapping[str, object]:
+        """What the handler is called with: ``arguments``, and ``context`` where it asks for
+        one (refused when it is not a :class:`ToolContext`)."""
         parameter = self.context
         if parameter is None:
-            return self._invoke(arguments)
+            return arguments
         if not isinstance(context, ToolContext):
             raise VeridicError(
                 f"tool {self.name!r} ({self.origin}) asks for a {parameter.expects} (parameter "
                 f"{parameter.name!r}) and was invoked with {type(context).__name__}: pass the "
                 "application's object as context= to execute(), aexecute() or view.dispatch()"
             )
-        return self._invoke({**arguments, parameter.name: context})
+        return {**arguments, parameter.name: context}
 
     def _done(self) -> None:
         """Record in the calls around it what this tool, run by a handler, declares it did."""

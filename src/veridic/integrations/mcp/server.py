@@ -90,7 +90,7 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from veridic._counted import counted
 from veridic._extras import require
-from veridic._sample import class_named, clip, error_message, quoted
+from veridic._sample import class_named, clip, error_message, quoted, traceback_shown
 from veridic.errors import AuditRecordError, AuditWriteError, ToolCouplingError, VeridicError
 from veridic.run._audit_writes import settled
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
@@ -416,7 +416,11 @@ class _Served:
                 confirm=approval.confirm,
             )
         except Exception as error:
-            _log.exception("tools/call of %s ended in an error", clip(params.name))
+            _log.error(  # not exc_info: a store's message may quote the row (outside text)
+                "tools/call of %s ended in an error:\n%s",
+                clip(params.name),
+                traceback_shown(error),
+            )
             return _error_result(_message(error, params.name))
         if approval.refusal and result.outcome is CallOutcome.DENIED:
             return _error_result(approval.refusal)
@@ -977,7 +981,9 @@ def _unbuilt(error: Exception) -> str:
     """What the client is told when the request's view or policy could not be built: a
     factory's :class:`~veridic.VeridicError` in its words, but for a store's refusal
     (``AuditRecordError``, which names the store), told as :func:`_message` tells it."""
-    _log.error("the view factory or the policy factory raised", exc_info=error)
+    # Its traceback as traceback_shown gives it, not exc_info: the message may quote outside
+    # text (a licence server's answer), which a log line must not print raw.
+    _log.error("the view factory or the policy factory raised:\n%s", traceback_shown(error))
     if isinstance(error, AuditRecordError):
         return (
             "the server could not build the tool view for this request: its audit store "
