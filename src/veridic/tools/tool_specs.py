@@ -354,8 +354,9 @@ class FrozenDict(dict[str, object]):
     every later request shares, and :meth:`ToolView.assert_coupled
     <veridic.ToolView.assert_coupled>` (which :class:`~veridic.ModelGateway` runs on every
     send) refuses it, comparing the specs as JSON with a copy made when they were built:
-    a value equal in Python only (``True`` for ``1``, ``1.0`` for ``1``, a ``str``
-    subclass whose ``==`` says yes to anything) is refused too.
+    a value equal in Python only (``True`` for ``1``, ``1.0`` for ``1``, ``0.0`` for
+    ``-0.0``, a ``str`` subclass whose ``==`` says yes to anything in place of a text) is
+    refused too.
     """
 
     __slots__ = ()

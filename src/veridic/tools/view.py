@@ -1207,11 +1207,14 @@ class _ToolSet:
         tools sends. Compared as JSON with a copy made with it (``==`` with the copy on
         the left, in C but for the few numbers, booleans and nulls of a schema: see
         ``_tagged``): a value written in place of an equal one of another JSON kind
-        (``True`` for ``1``, ``1.0`` for ``1``) or a ``str`` subclass whose ``==`` says
-        yes to anything is refused as any other change. Not seen: an object of another
-        JSON kind whose own ``==`` says yes (a number where a text was: the copy's ``==``
-        leaves another kind to it), nor a key replaced by one whose hash and ``==`` lie;
-        each takes code written to get past this check.
+        (``True`` for ``1``, ``1.0`` for ``1``, ``0.0`` for ``-0.0``) or a ``str``
+        subclass whose ``==`` says yes to anything, in place of a text, is refused as any
+        other change. Not seen: an object of another kind than the one it replaced whose
+        own ``==`` says yes (such a ``str`` subclass in place of an object, a list or a
+        number, or a number in place of a text: the copy's ``==`` leaves another kind to
+        it, and reading every value's type costs more than the whole comparison), nor a
+        key replaced by one whose hash and ``==`` lie; each takes code written to get
+        past this check.
 
         Raises:
             ToolCouplingError: the list, or a spec in it, was changed.
