@@ -243,17 +243,25 @@ class _Text(str):
 
 class _Exact:
     """A number, boolean or null of :func:`_tagged`'s copies: equal only to a value of its
-    very type (``True`` is not ``1``, ``1.0`` is not ``1``: JSON writes them apart)."""
+    very type (``True`` is not ``1``, ``1.0`` is not ``1``: JSON writes them apart), and a
+    float only to one JSON writes alike (``json.dumps`` writes ``float.__repr__``: ``-0.0``
+    is not ``0.0``, though ``==`` says so, and a ``NaN`` is any ``NaN``, though ``==`` says
+    it is not even itself)."""
 
-    __slots__ = ("value",)
+    __slots__ = ("text", "value")
 
     def __init__(self, value: object) -> None:
         self.value = value
+        self.text = float.__repr__(value) if type(value) is float else None
 
     def __eq__(self, other: object) -> bool:
-        return other is self.value or (
-            type(other) is type(self.value) and bool(other == self.value)
-        )
+        if other is self.value:
+            return True
+        if type(other) is not type(self.value):
+            return False
+        if self.text is not None:
+            return float.__repr__(cast(float, other)) == self.text
+        return bool(other == self.value)
 
     __hash__ = None  # type: ignore[assignment]  # compared, never a key
 
@@ -346,8 +354,9 @@ class FrozenDict(dict[str, object]):
     every later request shares, and :meth:`ToolView.assert_coupled
     <veridic.ToolView.assert_coupled>` (which :class:`~veridic.ModelGateway` runs on every
     send) refuses it, comparing the specs as JSON with a copy made when they were built:
-    a value equal in Python only (``True`` for ``1``, ``1.0`` for ``1``, a ``str``
-    subclass whose ``==`` says yes to anything) is refused too.
+    a value equal in Python only (``True`` for ``1``, ``1.0`` for ``1``, ``0.0`` for
+    ``-0.0``, a ``str`` subclass whose ``==`` says yes to anything in place of a text) is
+    refused too.
     """
 
     __slots__ = ()

@@ -1030,6 +1030,7 @@ def _first_difference(sent: object, own: object) -> tuple[object, ...] | None:
     ``true``, ``1`` and ``1.0`` are three texts, so a leaf must be of the same kind too.
     A value is read as the request is written from it: a leaf by its type's own ``==``
     (``json.dumps`` writes a ``str`` subclass's text, whatever its ``__eq__`` says), a
+    float by the text ``json.dumps`` writes of it (``-0.0`` is not ``0.0``; ``NaN`` is), a
     mapping by its ``items()``, which ``json.dumps`` and the SDKs' request builders read.
     A value that is the view's own object is not walked, and a path is built only for a
     difference: on the usual path (the Responses adapter's flat specs hold the view's
@@ -1062,6 +1063,8 @@ def _first_difference(sent: object, own: object) -> tuple[object, ...] | None:
         return None
     kind = type(own)  # a JSON leaf: int, float, bool or None
     same_kind = isinstance(sent, kind) and isinstance(sent, bool) is isinstance(own, bool)
+    if same_kind and kind is float:  # by the text JSON writes: -0.0 is not 0.0, NaN is NaN
+        return None if float.__repr__(sent) == float.__repr__(own) else ()
     return None if same_kind and kind.__eq__(sent, own) is True else ()
 
 
@@ -1204,11 +1207,14 @@ class _ToolSet:
         tools sends. Compared as JSON with a copy made with it (``==`` with the copy on
         the left, in C but for the few numbers, booleans and nulls of a schema: see
         ``_tagged``): a value written in place of an equal one of another JSON kind
-        (``True`` for ``1``, ``1.0`` for ``1``) or a ``str`` subclass whose ``==`` says
-        yes to anything is refused as any other change. Not seen: an object of another
-        JSON kind whose own ``==`` says yes (a number where a text was: the copy's ``==``
-        leaves another kind to it), nor a key replaced by one whose hash and ``==`` lie;
-        each takes code written to get past this check.
+        (``True`` for ``1``, ``1.0`` for ``1``, ``0.0`` for ``-0.0``) or a ``str``
+        subclass whose ``==`` says yes to anything, in place of a text, is refused as any
+        other change. Not seen: an object of another kind than the one it replaced whose
+        own ``==`` says yes (such a ``str`` subclass in place of an object, a list or a
+        number, or a number in place of a text: the copy's ``==`` leaves another kind to
+        it, and reading every value's type costs more than the whole comparison), nor a
+        key replaced by one whose hash and ``==`` lie; each takes code written to get
+        past this check.
 
         Raises:
             ToolCouplingError: the list, or a spec in it, was changed.
