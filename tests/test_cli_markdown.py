@@ -407,7 +407,7 @@ def test_outside_text_in_any_cell_mentions_no_one_and_links_nothing() -> None:
     """Every cell a finding or a drift fills from outside text (the rule, the tool, the
     file, the message, a drifted field and its old and new values, the target) is a code
     span: GitHub renders no mention, reference, autolink, ``www.`` link or HTML in it."""
-    drift = [
+    drift: list[tuple[str, str, dict[str, object]]] = [
         ("tool " + OUTSIDE, "changed", {"field": OUTSIDE, "before": OUTSIDE, "after": "x"}),
         ("component " + OUTSIDE, "added", {"after": {OUTSIDE: OUTSIDE}}),
         ("tool " + OUTSIDE, "changed", {"before": {OUTSIDE: OUTSIDE}, "after": {OUTSIDE: 1}}),
@@ -486,8 +486,13 @@ def test_a_code_cell_shows_its_text_as_escaped_with_every_space(text: str) -> No
 def _drift_cells(before: str, after: str) -> tuple[str, str]:
     item = _Item(
         kind="drift",
-        data=(("subject", "tool t"), ("change", "changed"), ("field", "f"))
-        + (("before", before), ("after", after)),
+        data=(
+            ("subject", "tool t"),
+            ("change", "changed"),
+            ("field", "f"),
+            ("before", before),
+            ("after", after),
+        ),
     )
     out = render_markdown([item], command="check", target="app", exit_code=1)
     (row,) = [line for line in out.splitlines() if line.startswith("| `t` |")]
