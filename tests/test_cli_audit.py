@@ -780,3 +780,32 @@ def test_a_name_padded_with_spaces_does_not_show_as_the_name_in_markdown(
     html = MarkdownIt("commonmark").enable("table").render(md)
     assert "<code>save_note</code>" in html
     assert "<code> save_note </code>" in html
+
+
+def test_an_empty_or_blank_value_shows_as_it_is_in_markdown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty value (``--request ""``) was two literal backticks, not a span; a value of
+    spaces only, which GitHub keeps whole in a span, got one more space at each end: one
+    space showed three."""
+    path = hand_written(tmp_path / "a.db", record(NOON))
+    asked = ["--request", "", "--request", " ", "--request", "  "]
+    assert main(["audit", str(path), *asked, "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    html = MarkdownIt("commonmark").render(md)
+    assert "request <em>(empty)</em> has nothing on record" in html
+    assert "request <code> </code> has nothing on record" in html
+    assert "request <code>  </code> has nothing on record" in html
+    assert "``" not in md
+
+
+@pytest.mark.parametrize("limit", [-1, -64])
+def test_a_negative_limit_is_refused(limit: int) -> None:
+    """``text[:-1]`` kept all but the last character and said the text was clipped."""
+    with pytest.raises(ValueError, match=f"limit {limit}"):
+        shown("abc", limit)
+
+
+@pytest.mark.parametrize(("limit", "expected"), [(0, "… (3 chars)"), (1, "a… (3 chars)")])
+def test_a_limit_of_zero_or_one_still_says_the_length(limit: int, expected: str) -> None:
+    assert shown("abc", limit) == expected

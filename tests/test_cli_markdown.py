@@ -21,9 +21,12 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from veridic.checks.markdown import render_markdown
+from veridic.checks.audit_report import shown
+from veridic.checks.markdown import code_cell, render_markdown
 from veridic.cli import main
 
 HOSTILE = (
@@ -378,3 +381,145 @@ def test_outside_text_in_a_note_mentions_no_one_and_links_nothing() -> None:
     assert "@acme/security-team ok #123 https://evil.example" in code  # shown, not obeyed
     assert "</pre><img src=https://evil.example/p.png>" in code
     assert "\\n" in code  # the note's newline, escaped: it cannot end the block
+
+
+OUTSIDE = (
+    "@acme/security-team #123 GH-9 www.evil.example https://evil.example "
+    "<https://x.evil.example> a@evil.example :warning: `x` **b** _i_ | <b>html</b>\n"
+)
+"""Outside text GitHub would act on as plain text: a team mention, cross-references, an
+extended ``www.`` autolink, a bare URL, an autolink, an e-mail link, an emoji, emphasis,
+HTML, and the characters that end a span, a cell or a row."""
+_ACTED_ON = ("@acme", "#123", "GH-9", "evil.example", "warning", "<b>", "html", "**", "_i_")
+
+
+class _Item:
+    """A report item as the commands make them (the doctest of veridic.checks.markdown)."""
+
+    def __init__(self, **fields: object) -> None:
+        self.severity, self.kind, self.file, self.line = "error", OUTSIDE, OUTSIDE, 3
+        self.subject, self.text, self.message = OUTSIDE, OUTSIDE, OUTSIDE
+        self.data: tuple[tuple[str, object], ...] = ()
+        self.__dict__.update(fields)
+
+
+def test_outside_text_in_any_cell_mentions_no_one_and_links_nothing() -> None:
+    """Every cell a finding or a drift fills from outside text (the rule, the tool, the
+    file, the message, a drifted field and its old and new values, the target) is a code
+    span: GitHub renders no mention, reference, autolink, ``www.`` link or HTML in it."""
+    drift: list[tuple[str, str, dict[str, object]]] = [
+        ("tool " + OUTSIDE, "changed", {"field": OUTSIDE, "before": OUTSIDE, "after": "x"}),
+        ("component " + OUTSIDE, "added", {"after": {OUTSIDE: OUTSIDE}}),
+        ("tool " + OUTSIDE, "changed", {"before": {OUTSIDE: OUTSIDE}, "after": {OUTSIDE: 1}}),
+        ("tool " + OUTSIDE, "removed", {"before": OUTSIDE}),
+    ]
+    items = [_Item()] + [
+        _Item(kind="drift", data=(("subject", subject), ("change", change), *values.items()))
+        for subject, change, values in drift
+    ]
+    out = render_markdown(items, command="check", target=OUTSIDE, exit_code=1, notes=[OUTSIDE])
+    seen = rendered(out)
+    plain = "".join(seen.text)
+    for acted_on in _ACTED_ON:
+        assert acted_on not in plain, acted_on
+    assert "@acme/security-team #123 GH-9 www.evil.example" in "".join(seen.code)
+
+
+class _Blocks(HTMLParser):
+    """The text of each ``pre`` block of an HTML fragment."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inside = False
+        self.blocks: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "pre":
+            self.inside = True
+            self.blocks.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        self.inside = self.inside and tag != "pre"
+
+    def handle_data(self, data: str) -> None:
+        if self.inside:
+            self.blocks[-1] += data
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.text(alphabet=st.sampled_from("`~ \t\r\n\u2028\x00-#>a@é\U0001f600"), max_size=20)
+        | st.sampled_from(["`" * 12, "~~~", "    code", "", "```text", "- x", "\r"]),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_the_notes_are_one_code_block_whatever_they_hold(notes: list[str]) -> None:
+    """Runs of backticks longer than any fixed fence, tildes, indented lines, a CR or a
+    U+2028 alone, NUL, empty notes: the notes stay one code block, holding each note
+    escaped on its own line, and nothing of them renders outside it."""
+    out = render_markdown([], command="probe", target="app", exit_code=0, notes=notes)
+    parsed = _Blocks()
+    parsed.feed(MarkdownIt("commonmark").enable("table").render(out))
+    assert parsed.blocks == ["".join(f"- {shown(note)}\n" for note in notes)]
+    assert render_markdown([], command="probe", target="app", exit_code=0, notes=notes) == out
+
+
+def _code_in_a_cell(cell: str) -> str:
+    """The text of the code span ``cell`` as GitHub shows it in a table cell."""
+    html = MarkdownIt("commonmark").enable("table").render(f"| a |\n|---|\n| {cell} |\n")
+    match = re.search(r"<td><code>(.*)</code></td>", html, re.DOTALL)
+    assert match is not None, html
+    parsed = _RenderedText()
+    parsed.feed(match.group(1))
+    return "".join(parsed.text)
+
+
+@given(st.text(alphabet=st.sampled_from(" `|a\\\n"), min_size=1, max_size=12))
+def test_a_code_cell_shows_its_text_as_escaped_with_every_space(text: str) -> None:
+    """GitHub strips one space from each end of a span that has one at both ends, unless
+    it is all spaces: a name of one space padded to three showed three."""
+    assert _code_in_a_cell(code_cell(text)) == shown(text)
+
+
+def _drift_cells(before: str, after: str) -> tuple[str, str]:
+    item = _Item(
+        kind="drift",
+        data=(
+            ("subject", "tool t"),
+            ("change", "changed"),
+            ("field", "f"),
+            ("before", before),
+            ("after", after),
+        ),
+    )
+    out = render_markdown([item], command="check", target="app", exit_code=1)
+    (row,) = [line for line in out.splitlines() if line.startswith("| `t` |")]
+    old, new = (cell.strip() for cell in re.split(r"(?<!\\)\|", row)[3:5])
+    return old, new
+
+
+@given(st.text(max_size=240), st.text(max_size=240))
+@example("\x00" * 100 + "A", "\x00" * 100 + "B")
+def test_a_changed_value_within_the_limit_is_shown_whole(before: str, after: str) -> None:
+    """A value is shown whole up to 300 of its characters, and a cell is cut where two
+    values first differ only past that. Measured in escaped characters, two texts of 101
+    NULs and a letter were cut to a window that left out their first 85 characters."""
+    old, new = _drift_cells(before, after)
+    for cell, value in ((old, before), (new, after)):
+        assert cell == (code_cell(value) if value else "_(empty)_")
+
+
+@given(st.text(max_size=700), st.text(max_size=700))
+@example("\x1b" * 650 + "A", "\x1b" * 650 + "B")
+@example("", '""')
+def test_two_different_values_never_show_alike(before: str, after: str) -> None:
+    old, new = _drift_cells(before, after)
+    assert (old == new) == (before == after)
+
+
+def test_an_empty_value_and_two_quotes_show_differently() -> None:
+    """An empty value was shown as the span of two quotes, as a value of two quotes is:
+    a description changed from ``""`` to nothing showed no change."""
+    assert _drift_cells("", '""') == ("_(empty)_", '`""`')

@@ -360,3 +360,37 @@ def test_a_clean_registry_is_a_valid_log_without_results(
 def test_mcp_pin_keeps_text_and_json_only(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["mcp", "pin", "servers:TOOLS", "--check", "x.json", "--format", "sarif"]) == 2
     assert "invalid choice: 'sarif'" in capsys.readouterr().err
+
+
+class _Finding:
+    """A report item as the commands make them (the doctest of veridic.checks.sarif)."""
+
+    severity, kind, file, line, subject, text, data = "error", "boot", "app.py", 3, "t", None, ()
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+@pytest.mark.parametrize("length", [2001, 1_000_000])
+def test_a_message_past_2000_characters_is_clipped_and_says_its_length(length: int) -> None:
+    """GitHub refuses a whole upload past 10 MB gzipped: a finding quoting a text of
+    megabytes (an MCP server's description) put all of it in its alert's message, and one
+    such finding could lose every other alert of the run. The alert's identity is still
+    the whole message's."""
+    from veridic.checks.sarif import render_sarif
+
+    message = "[a](https://evil.example) " + "\U0001f600" * length
+    (result,) = json.loads(render_sarif([_Finding(message)], command="lint"))["runs"][0]["results"]
+    kept = message[:2000].replace("[", "\\[").replace("]", "\\]")
+    assert result["message"]["text"] == f"{kept}… ({len(message)} chars)"
+    other = json.loads(render_sarif([_Finding(message[:-1] + "x")], command="lint"))
+    assert other["runs"][0]["results"][0]["message"] == result["message"]
+    assert other["runs"][0]["results"][0]["partialFingerprints"] != (result["partialFingerprints"])
+
+
+def test_a_message_of_2000_characters_is_kept_whole() -> None:
+    from veridic.checks.sarif import render_sarif
+
+    message = "x" * 2000
+    (result,) = json.loads(render_sarif([_Finding(message)], command="lint"))["runs"][0]["results"]
+    assert result["message"]["text"] == message

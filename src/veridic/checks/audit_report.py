@@ -117,7 +117,15 @@ def shown(text: str, limit: int | None = None) -> str:
     '\\\\u202eevil\\\\u200b'
     >>> shown("x" * 50, 10)
     'xxxxxxxxxx… (50 chars)'
+
+    Raises:
+        ValueError: ``limit`` is negative.
     """
+    if limit is not None and limit < 0:
+        raise ValueError(
+            f"shown() got limit {limit}: a limit counts the characters kept, so pass 0 or "
+            "more, or None to keep the whole text"
+        )
     clipped = limit is not None and len(text) > limit
     out = []
     for char in text[:limit] if clipped else text:
@@ -1249,10 +1257,14 @@ def _md(text: str, limit: int | None = None) -> str:
     survives), then backticks and pipes as ``\\x60`` and ``\\x7c``: inside a
     code span GitHub renders no link, mention, emphasis or HTML. A text that starts or
     ends with a space gets one more at each end: GitHub strips one from each end of a
-    span, and `` ` save_note ` `` showed as the tool ``save_note``.
+    span, and `` ` save_note ` `` showed as the tool ``save_note``. Not a text of spaces
+    only, which GitHub keeps whole (padded, one space showed three); an empty text is
+    ``_(empty)_``, as no span can be empty (two backticks showed as themselves).
     """
+    if not text:
+        return "_(empty)_"
     escaped = shown(text, limit).replace("`", "\\x60").replace("|", "\\x7c")
-    if escaped.startswith(" ") or escaped.endswith(" "):
+    if escaped.strip(" ") and (escaped.startswith(" ") or escaped.endswith(" ")):
         return f"` {escaped} `"
     return f"`{escaped}`"
 

@@ -58,10 +58,11 @@ _NAME_LIMIT: Final = 80
 _PATH_LIMIT: Final = 160
 _VALUE_LIMIT: Final = 300
 _CONTEXT: Final = 60
-"""Escaped characters kept before the first difference of two long texts (:func:`_values`)."""
+"""Characters kept before the first difference of two long texts (:func:`_values`)."""
 _TICKS: Final = re.compile(r"`+")
 _MARKDOWN: Final = re.compile(r"([\\`*_\[\]|~!#])")
 _ABSENT: Final = "_(absent)_"
+_EMPTY: Final = "_(empty)_"
 _NONE: Final = "—"
 
 
@@ -81,11 +82,16 @@ def code_cell(text: str, limit: int | None = None) -> str:
 
 
 def _fenced(shown_text: str) -> str:
-    """Text already escaped by :func:`shown` as a code span: pipes escaped, a long enough fence."""
+    """Text already escaped by :func:`shown` as a code span: pipes escaped, a long enough fence.
+
+    GitHub strips one space from each end of a span that has one at both ends, so a text
+    with a backtick or a space at an end gets one more space there. Not a text of spaces
+    only, which GitHub keeps whole: padded, one space showed as three.
+    """
     body = shown_text.replace("|", "\\|")
     longest = max((len(run) for run in _TICKS.findall(body)), default=0)
     fence = "`" * (longest + 1)
-    if longest or body.startswith(" ") or body.endswith(" "):
+    if body.strip(" ") and (longest or body.startswith(" ") or body.endswith(" ")):
         return f"{fence} {body} {fence}"
     return f"{fence}{body}{fence}"
 
@@ -234,7 +240,9 @@ def _values(before: object, after: object) -> tuple[str, str]:
     differ only past the clip (a description whose last sentence was swapped for one
     of the same length): the row said "changed" and showed no change. So when the
     first difference lies past the clip, both cells start a little before it, with
-    ``…`` for what is left out and the whole length.
+    ``…`` for what is left out and the whole length. Counted in the values' own
+    characters, as the clip is (:func:`shown`): counted in escaped ones, two values of
+    101 characters, well within the clip, were cut to a window when they held escapes.
     """
     if not isinstance(before, str) or not isinstance(after, str) or before == after:
         return _value(before), _value(after)
@@ -242,33 +250,26 @@ def _values(before: object, after: object) -> tuple[str, str]:
         (at for at, (a, b) in enumerate(zip(before, after, strict=False)) if a != b),
         min(len(before), len(after)),
     )
-    if len(shown(before[:same])) + _CONTEXT <= _VALUE_LIMIT:
+    if same + _CONTEXT <= _VALUE_LIMIT:
         return _value(before), _value(after)
-    start = same
-    while start > 0 and len(shown(before[start - 1 : same])) <= _CONTEXT:
-        start -= 1
+    start = same - _CONTEXT
     return _window(before, start), _window(after, start)
 
 
 def _window(text: str, start: int) -> str:
-    """``text`` from ``start`` as a code span of at most :data:`_VALUE_LIMIT` escaped characters.
+    """``text`` from ``start`` as a code span of at most :data:`_VALUE_LIMIT` of its characters.
 
-    Whole characters only, so no escape (``\\x1b``, ``\\\\``) is cut in two and
-    read as another.
+    Each character escaped whole (:func:`shown`), so no escape (``\\x1b``, ``\\\\``)
+    is cut in two and read as another.
     """
-    pieces: list[str] = []
-    used = 0
-    end = start
-    while end < len(text) and used + len(piece := shown(text[end])) <= _VALUE_LIMIT:
-        pieces.append(piece)
-        used += len(piece)
-        end += 1
+    end = start + _VALUE_LIMIT
     tail = "…" if end < len(text) else ""
-    head = "…" if start else ""
-    return _fenced(f"{head}{''.join(pieces)}{tail} ({len(text)} chars)")
+    return _fenced(f"…{shown(text[start:end])}{tail} ({len(text)} chars)")
 
 
 def _value(value: object) -> str:
+    """A drifted value's cell; an empty text is ``_(empty)_``, veridic's words, as no
+    value's code span can be (a span of two quotes showed ``""`` and nothing alike)."""
     if isinstance(value, str):
-        return code_cell(value, _VALUE_LIMIT) if value else '`""`'
+        return code_cell(value, _VALUE_LIMIT) if value else _EMPTY
     return code_cell(json.dumps(value, ensure_ascii=False, sort_keys=True), _VALUE_LIMIT)

@@ -27,7 +27,10 @@ result per report item:
   out, so an alert keeps its identity when code above it moves;
 - ``message.text`` is plain text with every ``\\``, ``[`` and ``]``
   backslash-escaped (SARIF 3.11.6), so outside text a message quotes (a
-  drifted description's ``[text](url)``) is never shown as a link;
+  drifted description's ``[text](url)``) is never shown as a link. Past 2000
+  characters it is clipped, with its length (``… (N chars)``): GitHub refuses a
+  whole upload past 10 MB gzipped, and one finding quoting a huge text could
+  lose every alert of the run. The fingerprint is of the whole message;
 - ``automationDetails.id`` is ``veridic/COMMAND/``, so the runs of ``lint``
   and ``hatches`` uploaded for one commit are two categories, and neither
   replaces the other.
@@ -72,6 +75,11 @@ SARIF_SCHEMA: Final = (
 _SRCROOT: Final = "%SRCROOT%"
 _FINGERPRINT: Final = "veridic/v1"
 _LINE_NUMBERS: Final = re.compile(r"(\.py):\d+")
+_MESSAGE_LIMIT: Final = 2000
+"""Characters of a message kept in ``message.text``. GitHub's code scanning refuses a whole
+upload past 10 MB gzipped (and a run past 25,000 results); it sets no limit of its own on
+one message. A finding quoting a text of megabytes (an MCP server's description) put all of
+it in its alert, and could lose every other alert of the run with it."""
 
 
 def render_sarif(
@@ -189,7 +197,7 @@ def _result(
         "ruleId": item.kind,
         "ruleIndex": rule_index,
         "level": LEVELS.get(item.severity, "note"),
-        "message": {"text": _plain(item.message)},
+        "message": {"text": _plain(_clipped(item.message))},
         "locations": [location] if location else [],
         "partialFingerprints": {_FINGERPRINT: _fingerprint(item, root)},
         "properties": properties,
@@ -208,6 +216,16 @@ def _plain(text: str) -> str:
     followed by a bracket that opens a link again.
     """
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+
+
+def _clipped(message: str) -> str:
+    """The first :data:`_MESSAGE_LIMIT` characters of ``message``, and its length if cut.
+
+    Cut by the message's own characters before escaping, so no escape is cut in two.
+    """
+    if len(message) <= _MESSAGE_LIMIT:
+        return message
+    return f"{message[:_MESSAGE_LIMIT]}… ({len(message)} chars)"
 
 
 def _physical(file: str, line: int, root: _Paths) -> dict[str, object]:
