@@ -419,3 +419,73 @@ def test_tool_call_arguments_with_a_key_that_is_not_text_are_refused_not_rewritt
     # prompt recorded a call with other arguments than the ones the application passed.
     with pytest.raises(VeridicError, match=r"c1.*key"):
         Composer().user("Hi").tool_call("c1", "lookup", arguments)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("cyclic", ["list", "dict"])
+def test_tool_call_arguments_that_hold_themselves_are_refused_as_not_json(cyclic: str) -> None:
+    # The check of the keys walked into the cycle and failed with a bare RecursionError;
+    # json.dumps, reached first before it, said "Circular reference detected".
+    inner: list[object] = []
+    loop: dict[str, object] = {}
+    inner.append(inner)
+    loop["self"] = loop
+    arguments = {"rows": inner} if cyclic == "list" else loop
+    with pytest.raises(VeridicError, match=r"c1.*not JSON.*Circular"):
+        Composer().user("Hi").tool_call("c1", "lookup", arguments)
+
+
+def test_tool_call_arguments_given_as_pairs_with_a_key_that_is_not_text_are_refused() -> None:
+    # dict() turned the pairs into {1: "a"} after the keys were checked, and the call was
+    # recorded as {"1": "a"}.
+    with pytest.raises(VeridicError, match=r"c1.*key 1"):
+        Composer().user("Hi").tool_call("c1", "lookup", [(1, "a")])  # type: ignore[arg-type]
+
+
+def test_a_refused_argument_key_is_quoted_clipped_with_the_path_to_it() -> None:
+    # The model writes the keys: a path of long keys was quoted whole in the message.
+    arguments = {"k" * 5000: {"j" * 5000: {2: "x"}}}
+    with pytest.raises(VeridicError) as refused:
+        Composer().user("Hi").tool_call("c1", "lookup", arguments)
+    message = str(refused.value)
+    assert "key 2 at " in message
+    assert "kkkk" in message
+    assert len(message) < 600
+
+
+@pytest.mark.parametrize(("flag", "shown"), [("yes", "error='yes'"), (1, "error=1")])
+def test_a_refused_error_flag_is_shown_as_passed_with_how_to_make_it_a_flag(
+    flag: object, shown: str
+) -> None:
+    # The flag was quoted twice (error="'yes'"), and a numpy or pandas flag (np.True_, not
+    # True) needs bool(flag), which the message did not say.
+    composer = Composer().user("Refund order 7.").tool_call("c1", "refund", {"order": 7})
+    with pytest.raises(VeridicError) as refused:
+        composer.tool_result(
+            "c1",
+            untrusted("refused", source="tool:refund"),
+            error=flag,  # type: ignore[arg-type]  # the mistake under test
+        )
+    assert f"{shown}, " in str(refused.value)
+    assert "bool(" in str(refused.value)
+
+
+def test_reasoning_items_from_a_dicts_keys_keep_its_order() -> None:
+    # A dict's views iterate in insertion order, the same in every process: they are no
+    # set of unordered items, and reasoning=by_id.keys() was refused as one.
+    first, second = _two_reasoning_items()
+    by_item = {second: "rs_1", first: "rs_0"}
+    from_view = Composer().user("Hi").assistant("Hello.", reasoning=by_item.keys()).build()
+    from_list = Composer().user("Hi").assistant("Hello.", reasoning=[second, first]).build()
+    assert from_view.sha256 == from_list.sha256
+    assert from_view.messages[-1].reasoning == (second, first)
+
+
+def test_tool_call_arguments_nested_deeper_than_json_can_write_are_refused_by_name() -> None:
+    # Walked by json.dumps alone, arguments nested thousands deep failed with a bare
+    # RecursionError that named no call.
+    arguments: dict[str, object] = {}
+    innermost = arguments
+    for _ in range(5000):
+        innermost["a"] = innermost = {}
+    with pytest.raises(VeridicError, match=r"c1.*not JSON"):
+        Composer().user("Hi").tool_call("c1", "lookup", arguments)

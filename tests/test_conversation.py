@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TypedDict
 
@@ -356,3 +357,55 @@ def test_a_turn_or_a_conversation_given_a_set_is_refused_as_its_order_changes_by
         Turn("assistant", "Hello.", reasoning=items)  # type: ignore[arg-type]  # the mistake
     with pytest.raises(VeridicError, match="set"):
         Conversation({Turn("user", "Oslo?"), Turn("user", "Bergen?")})  # type: ignore[arg-type]
+
+
+def test_a_conversation_takes_the_turns_of_a_dicts_keys_in_their_order() -> None:
+    # A dict's keys iterate in insertion order in every process; they were refused as a set.
+    later, first = Turn("user", "and Bergen?"), Turn("user", "Oslo?")
+    seen = dict.fromkeys([first, later])
+    assert Conversation(seen.keys()).turns == (first, later)  # type: ignore[arg-type]
+
+
+class _Unchecked(Turn):
+    """A subclass whose own __post_init__ skips the checks of Turn."""
+
+    __slots__ = ()
+
+    def __post_init__(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"call_id": "c9"}, {"reasoning": (ITEM,)}, {"error": "yes"}],
+)
+def test_a_conversation_checks_a_turn_subclass_that_skipped_the_checks(
+    fields: dict[str, object],
+) -> None:
+    # The subclass's user turn kept a call id or a reasoning item that to_json() dropped
+    # without a word.
+    turn = _Unchecked("user", "Oslo?", **fields)  # type: ignore[arg-type]  # under test
+    with pytest.raises(VeridicError, match=r"user turn"):
+        Conversation((turn,))
+
+
+@pytest.mark.parametrize("mode", ["datamark", "encode", "verbatim"])
+def test_every_turn_a_composer_stores_passes_the_turn_checks_again(
+    mode: DataMode, tmp_path: Path
+) -> None:
+    # The checks run on each turn made, copied (dataclasses.replace) or read back: none of
+    # the turns the composer itself writes, of any kind or mode, may be refused.
+    (tmp_path / "ticket.j2").write_text("Ticket says: {{ body }}")
+    template = Templates(tmp_path).data("ticket.j2", params=Ticket)
+    composer = a_conversation(mode)
+    composer.user(template.render({"body": untrusted("hi", source="t")}, mode=mode))
+    conversation = composer.conversation()
+    assert {turn.kind for turn in conversation.turns} == {
+        "user",
+        "data",
+        "assistant",
+        "tool_call",
+        "tool_result",
+    }
+    copied = Conversation([replace(turn) for turn in conversation.turns])  # type: ignore[arg-type]
+    assert copied == conversation == Conversation.from_json(conversation.to_json())

@@ -258,14 +258,15 @@ class Composer:
                 "before the call: a result answers a call the model made earlier; record "
                 "the call with tool_call() first, then its result with tool_result()"
             )
-        _require_text_keys(arguments, f"arguments of tool call {quoted(call_id)} ({_named(name)})")
         try:
+            given = dict(arguments)
+            # Before json.dumps, whose sort fails on a key that is not text with another
+            # message, or writes it as text; a cycle is left for json.dumps to name.
+            _require_text_keys(given, f"arguments of tool call {quoted(call_id)} ({_named(name)})")
             # NaN and Infinity are not JSON: Chat Completions, the Messages API and a JSON
             # column refuse them, so a call holding one is refused here, by name.
-            encoded = json.dumps(
-                dict(arguments), sort_keys=True, ensure_ascii=False, allow_nan=False
-            )
-        except (TypeError, ValueError) as error:
+            encoded = json.dumps(given, sort_keys=True, ensure_ascii=False, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as error:  # too deep for json.dumps
             raise VeridicError(
                 f"arguments of tool call {quoted(call_id)} ({_named(name)}) are not JSON: "
                 f"{error}; pass the arguments as the model sent them (JSON values)"
@@ -321,9 +322,10 @@ class Composer:
             # Read as "is it True?", error=1 or "yes" told the model (and the hash) that a
             # failed call succeeded.
             raise VeridicError(
-                f"tool_result({quoted(call_id)}, ...) got error={clip(repr(error))}, which is "
-                "not True or False: pass error=True for a call that failed, was refused or "
-                "denied, error=False (the default) for one that ran"
+                f"tool_result({quoted(call_id)}, ...) got error={quoted(error)}, "
+                f"{a_type(error)}, which is not True or False: pass error=True for a call that "
+                "failed, was refused or denied, error=False (the default) for one that ran "
+                "(bool(flag) for a flag of another type, such as numpy's)"
             )
         label = f"tool:{name}" if name and _TOOL_NAME.fullmatch(name) else "tool_result"
         chosen = self._mode if mode is None else check_mode(mode, "tool_result() mode=")
@@ -672,26 +674,54 @@ def _restored_mode(composer: Composer, stored: DataMode) -> DataMode:
     return stored
 
 
-def _require_text_keys(value: object, where: str, path: str = "") -> None:
+_Step = tuple["_Step | None", str]
+"""Where a value sits in a call's arguments: the container's place and the step into it."""
+
+
+def _require_text_keys(arguments: object, where: str) -> None:
     """Refuse a key that is not text anywhere in a call's arguments.
 
     ``json.dumps`` writes ``1`` as ``"1"``, ``True`` as ``"true"`` and ``None`` as
     ``"null"`` without a word, so the prompt would record other arguments than the ones
     passed (and two keys that write the same, such as two NaN, as one key given twice).
+    The walk keeps its own stack and visits each container once, so arguments nested
+    deeper than Python's recursion or holding themselves reach ``json.dumps``, which
+    names what is wrong with them; the path to a key is spelt out only for the message.
     """
-    if isinstance(value, Mapping):
-        for key, element in value.items():
-            if not isinstance(key, str):
-                raise VeridicError(
-                    f"{where} have the key {clip(repr(key))} at {path or 'the top'}, "
-                    f"{a_type(key)}: JSON keys are text, and writing it as one would record "
-                    "other arguments than the ones passed; pass the arguments as the model sent "
-                    "them (JSON values, keys as text)"
-                )
-            _require_text_keys(element, where, f"{path}[{key!r}]")
-    elif isinstance(value, list | tuple):
-        for index, element in enumerate(value):
-            _require_text_keys(element, where, f"{path}[{index}]")
+    pending: list[tuple[object, _Step | None]] = [(arguments, None)]
+    visited: set[int] = set()
+    while pending:
+        value, place = pending.pop()
+        if id(value) in visited:
+            continue
+        if isinstance(value, Mapping):
+            visited.add(id(value))
+            for key, element in value.items():
+                if not isinstance(key, str):
+                    raise VeridicError(
+                        f"{where} have the key {quoted(key)} at {_spelt(place)}, {a_type(key)}: "
+                        "JSON keys are text, and writing it as one would record other arguments "
+                        "than the ones passed; pass the arguments as the model sent them (JSON "
+                        "values, keys as text)"
+                    )
+                pending.append((element, (place, f"[{quoted(key, 20)}]")))
+        elif isinstance(value, list | tuple):
+            visited.add(id(value))
+            pending.extend((element, (place, f"[{index}]")) for index, element in enumerate(value))
+
+
+def _spelt(place: _Step | None) -> str:
+    """The path to a place in a call's arguments, its first and last steps when it is long."""
+    steps: list[str] = []
+    while place is not None:
+        place, step = place
+        steps.append(step)
+    steps.reverse()
+    if not steps:
+        return "the top"
+    if len(steps) > 6:
+        steps = [*steps[:3], "…", *steps[-3:]]
+    return "".join(steps)
 
 
 def _named(name: str) -> str:

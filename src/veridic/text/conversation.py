@@ -195,8 +195,9 @@ def _check_fields(turn: Turn) -> None:
             raise VeridicError(f"{where} got {a_type(value)} as its {name}: pass text")
     if type(turn.error) is not bool:
         raise VeridicError(
-            f"{where} got error={clip(repr(turn.error))}: pass True for a result that reports "
-            "a failed, refused or denied call, False for one that ran"
+            f"{where} got error={quoted(turn.error)}, {a_type(turn.error)}: pass True for a "
+            "result that reports a failed, refused or denied call, False for one that ran "
+            "(bool(flag) for a flag of another type, such as numpy's)"
         )
     reasoning = _tuple_of(turn.reasoning, f"{where}'s reasoning")
     for index, item in enumerate(reasoning):
@@ -248,6 +249,8 @@ class Conversation:
                     f"Conversation(turns): turns[{index}] is {a_type(turn)}, not a Turn: make "
                     "turns with Composer.conversation() or Conversation.from_json()"
                 )
+            if type(turn) is not Turn:
+                _check_subclassed(index, turn)
         object.__setattr__(self, "turns", turns)
 
     def __len__(self) -> int:
@@ -298,6 +301,18 @@ class Conversation:
                 f"{type(turns).__name__}): pass the text Conversation.to_json() wrote"
             )
         return cls(tuple(_read_turn(index, turn) for index, turn in enumerate(turns)))
+
+
+def _check_subclassed(index: int, turn: Turn) -> None:
+    """Run the checks of :class:`Turn` on a subclass's turn, which its own
+    ``__post_init__`` may have skipped: a field its kind does not have would vanish from
+    what is stored."""
+    try:
+        Turn.__post_init__(turn)
+    except VeridicError as error:
+        raise VeridicError(
+            f"Conversation(turns): turns[{index}], {a_type(turn)}, is no valid turn: {error}"
+        ) from error
 
 
 def _check_arguments(text: object, call_id: str, name: str) -> None:

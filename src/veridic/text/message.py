@@ -10,7 +10,7 @@ writes it. Every name here also imports from :mod:`veridic.text.prompt`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, ItemsView, Iterable, KeysView
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
@@ -241,11 +241,12 @@ def _tuple_of(value: object, where: str) -> tuple[object, ...]:
         VeridicError: ``value`` is no sequence of items (``None``, a number), is text,
             which ``tuple()`` would split into characters, or is a set, whose order changes
             from one process to the next (``PYTHONHASHSEED``): the same value would hash,
-            and be sent, in another order each run.
+            and be sent, in another order each run. A dict's keys or items are sets too,
+            but keep the dict's order, the one it was filled in: they are taken.
     """
     if type(value) is tuple:
         return value
-    if isinstance(value, AbstractSet):
+    if isinstance(value, AbstractSet) and not isinstance(value, KeysView | ItemsView):
         raise VeridicError(
             f"{where} is {a_type(value)}, whose order changes from one run to the next, so "
             "the prompt's hash and what is sent would too: pass a tuple or a list of the "
