@@ -92,12 +92,20 @@ def test_aresume_refuses_another_views_section_before_any_waiting_call_runs() ->
     assert ran == ["refund 42", "get_order 43"]
 
 
-def test_an_expired_resume_with_a_refused_composer_records_nothing() -> None:
+def test_an_expired_resume_with_a_refused_composer_says_first_that_it_expired() -> None:
+    # The fourteenth round's order: the answers' age is told first (nothing would run
+    # anyway), the waiting calls are recorded denied as expired, and the refusal the next
+    # send would meet is a note on the expiry, to mend before asking the user anew.
     audit = SQLiteAuditSink()
     run = paused(audit)
-    with pytest.raises(ToolCouplingError):
-        resume(run, audit, PAUSED_AT + 30 * HOUR, ran=[], composer=_other_section())
-    assert not [r for r in audit.records("req-1") if r.call_id in {"c2", "c3"}]
+    ran: list[str] = []
+    with pytest.raises(ApprovalExpiredError) as caught:
+        resume(run, audit, PAUSED_AT + 30 * HOUR, ran=ran, composer=_other_section())
+    assert ran == []
+    assert any("ToolCouplingError" in note for note in caught.value.__notes__)
+    waiting = [r for r in audit.records("req-1") if r.call_id in {"c2", "c3"}]
+    assert waiting
+    assert all(r.outcome != "ok" for r in waiting)
 
 
 def test_resume_with_a_client_of_the_other_kind_runs_nothing() -> None:
