@@ -52,7 +52,14 @@ from veridic.providers._base import (
     usage_of,
 )
 from veridic.providers._raw import raw_answer, raw_arguments, raw_create
-from veridic.text.prompt import Message, Prompt, ReasoningItem, ToolCall, check_reasoning
+from veridic.text.prompt import (
+    Message,
+    Prompt,
+    ReasoningItem,
+    ToolCall,
+    check_reasoning,
+    check_rendered,
+)
 from veridic.tools.tool import JsonObject
 from veridic.tools.view import _responses_specs
 
@@ -774,11 +781,17 @@ def _part_text(part: object, where: str) -> str:
 def responses_request(prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> JsonObject:
     """The Responses API's ``instructions``, ``input`` and ``tools`` for ``prompt``.
 
+    The system message, sent as ``instructions``, is held to the rule
+    :class:`~veridic.ModelGateway` holds it to (:func:`veridic.text.prompt.check_system`).
+
     Raises:
+        ProvenanceError: a part of the system message is not trusted, or its parts do not
+            make its text (in report mode: logged, and rendered).
         VeridicError: the prompt holds Anthropic reasoning items, which the
             Responses API cannot take (:func:`veridic.text.prompt.check_reasoning`).
     """
     check_reasoning(prompt, "openai", "the OpenAI Responses API (OpenAIResponses)")
+    check_rendered(prompt, "OpenAIResponses")
     items: list[JsonObject] = []
     for message in prompt.messages:
         if message.role != "system":

@@ -40,8 +40,8 @@ from veridic.run.call_log import _AWriteReply, _WriteReply
 from veridic.run.executor import _check_request_id, tools_sha256
 from veridic.run.reply import Reply
 from veridic.text.message import Role
-from veridic.text.prompt import Prompt, PromptSpan, ToolCall
-from veridic.text.provenance import Kind, Span, is_trusted, report, spans_of
+from veridic.text.prompt import Prompt, PromptSpan, ToolCall, check_system, checked_system
+from veridic.text.provenance import Kind, Span, spans_of
 from veridic.tools.view import ToolView, _sorted_names
 
 __all__ = [
@@ -406,7 +406,8 @@ def checked(
     there, and a sync client in async code).
     """
     spans = check_system_part(provider, prompt, view, request_id, sync=sync)
-    request = check_request(provider, prompt, view, options)
+    with checked_system(prompt):  # checked above: the adapter's rendering need not again
+        request = check_request(provider, prompt, view, options)
     digest = tools_sha256(view)
     options_digest = options_sha256(provider, request)
     names = _sorted_names(view)
@@ -623,27 +624,21 @@ def _is_json(value: object) -> bool:
 
 
 def _instruction_spans(prompt: Prompt) -> tuple[PromptSpan, ...]:
-    """The spans of the system message, after refusing any part of it that is not trusted."""
+    """The spans of the system message, after refusing it unless its parts are all trusted
+    and make its text (:func:`~veridic.text.prompt.check_system`, the rule every provider
+    format holds a prompt to, here naming ModelGateway)."""
     if not prompt.messages or prompt.messages[0].role != "system":
         return ()
-    message = prompt.messages[0]
-    if "".join(message.parts) != message.content:
-        # Built by hand, not by the Composer: the parts do not account for the text.
-        report(message.content, _system_where(prompt))
-    return _system_spans(prompt, message.parts)
+    let_pass = check_system(prompt, "ModelGateway")
+    return _system_spans(prompt.messages[0].parts, let_pass)
 
 
-def _system_where(prompt: Prompt) -> str:
-    """Where a refusal of the system message says it was, named only when one is made."""
-    return f"the system message of prompt {prompt.sha256[:12]}, at ModelGateway"
+def _system_spans(parts: Sequence[str], let_pass: bool) -> tuple[PromptSpan, ...]:
+    """The spans of a system message made of ``parts``, checked by the caller, as the
+    record's :class:`PromptSpan` s of message 0; ``let_pass`` says report mode let a part
+    that is not trusted through.
 
-
-def _system_spans(prompt: Prompt, parts: Sequence[str]) -> tuple[PromptSpan, ...]:
-    """The spans of the system message of ``prompt``, made of ``parts``, as the record's
-    :class:`PromptSpan` s of message 0, after refusing each part that is not trusted (in
-    order, the first one refused).
-
-    Read from the parts, which are checked here, and not from :attr:`Message.spans`,
+    Read from the parts, which are checked, and not from :attr:`Message.spans`,
     which a subclass of :class:`Message` may override: such a message said it was all
     code, and a capability section of another view in it went unrefused.
 
@@ -656,12 +651,7 @@ def _system_spans(prompt: Prompt, parts: Sequence[str]) -> tuple[PromptSpan, ...
     not fixed (an instruction's ``__class__`` set to a lookalike class is no longer
     trusted), and the text may be a user's, which a table of this module would keep.
     """
-    where = ""
-    for part in parts:
-        if not is_trusted(part):
-            where = where or _system_where(prompt)
-            report(part, where)
-    rows = _span_rows(parts) if not where else _rows_of(parts)
+    rows = _span_rows(parts) if not let_pass else _rows_of(parts)
     return _prompt_spans(rows)
 
 

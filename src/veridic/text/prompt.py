@@ -20,6 +20,9 @@ too: :mod:`veridic.text.message` (a message and its parts),
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import ClassVar, Final, Literal, cast
@@ -46,10 +49,12 @@ from veridic.text.message import (
     PromptSpan,
     Role,
     ToolCall,
+    _tuple_of,
     keep_checks,
     refuse_replaced,
     spans_of_parts,
 )
+from veridic.text.provenance import is_trusted, report
 from veridic.text.provenance_map import Specs, render
 from veridic.text.reasoning import ReasoningItem, ReasoningKind, ReasoningProvider
 from veridic.text.wire import (
@@ -76,6 +81,9 @@ __all__ = [
     "Role",
     "ToolCall",
     "check_reasoning",
+    "check_rendered",
+    "check_system",
+    "checked_system",
 ]
 
 
@@ -121,10 +129,14 @@ class Prompt:
     replace ``__getattribute__`` or ``__init_subclass__``; the check below runs after a
     subclass's own ``__init__`` or ``__post_init__``, whether or not it calls this one's.
 
+    The messages come as a tuple, a list or another sequence, in their order: a set (or a
+    dict's keys or items) is refused, as its order changes from one run to the next
+    (``PYTHONHASHSEED``), and so would the hash and what is sent.
+
     Raises:
-        VeridicError: an item is not a :class:`Message`, or a message other than
-            the first has the role ``system``. When a subclass is defined: it
-            replaces a member veridic reads.
+        VeridicError: ``messages`` is text, no sequence, or a set; an item is not a
+            :class:`Message`, or a message other than the first has the role ``system``.
+            When a subclass is defined: it replaces a member veridic reads.
     """
 
     messages: tuple[Message, ...]
@@ -141,7 +153,7 @@ class Prompt:
 
     def __post_init__(self) -> None:
         if type(self.messages) is not tuple:
-            object.__setattr__(self, "messages", tuple(self.messages))
+            object.__setattr__(self, "messages", _tuple_of(self.messages, "Prompt(messages)"))
         for index, message in enumerate(self.messages):
             if not isinstance(message, Message):
                 raise VeridicError(
@@ -311,11 +323,18 @@ class Prompt:
     def to_openai(self) -> list[OpenAIMessage]:
         """Chat-completions ``messages``.
 
+        The system message is held to the rule :class:`~veridic.ModelGateway` holds it to
+        (:func:`check_system`): a prompt built by hand whose system text is not trusted is
+        refused here too, so passing the result straight to an SDK does not go round it.
+
         Raises:
+            ProvenanceError: a part of the system message is not trusted, or its parts do
+                not make its text (in report mode: logged, and rendered).
             VeridicError: the prompt holds reasoning items, which Chat
                 Completions cannot carry (see :func:`check_reasoning`).
         """
         check_reasoning(self, None, "the OpenAI Chat Completions API (to_openai)")
+        check_rendered(self, "Prompt.to_openai()")
         rendered: list[OpenAIMessage] = []
         for message in self.messages:
             item: OpenAIMessage = {"role": message.role, "content": message.content}
@@ -338,13 +357,18 @@ class Prompt:
         one way only, so text that gives a key twice (the hash and the document
         carry both values, the API would get the last) is refused.
 
+        The system text is checked as :meth:`to_openai` checks it.
+
         Raises:
+            ProvenanceError: a part of the system message is not trusted, or its parts do
+                not make its text (in report mode: logged, and rendered).
             VeridicError: the conversation is empty or does not start with a
                 user turn, which the Messages API rejects; the prompt holds
                 OpenAI reasoning items (see :func:`check_reasoning`); or a tool
                 call's arguments are not a JSON object, or give a key twice.
         """
         check_reasoning(self, "anthropic", "the Anthropic Messages API (to_anthropic)")
+        check_rendered(self, "Prompt.to_anthropic()")
         turns: list[tuple[Literal["user", "assistant"], list[AnthropicBlock], list[AnthropicBlock]]]
         turns = []
         for index, message in enumerate(self.messages):
@@ -408,6 +432,72 @@ def check_reasoning(prompt: Prompt, carries: ReasoningProvider | None, api: str)
                     "model that produced it; send the prompt there, or leave the items out "
                     f"knowingly with prompt.without_reasoning({item.provider!r})"
                 )
+
+
+_vouched: Final[ContextVar[Prompt | None]] = ContextVar("veridic_vouched_prompt", default=None)
+"""The prompt whose system message the caller has just checked, for the send it makes
+(:func:`checked_system`)."""
+
+
+def check_system(prompt: Prompt, at: str) -> bool:
+    """Refuse the system message of ``prompt`` unless its parts are all trusted and make its
+    text: invariant I1 for a prompt, the one rule that :class:`~veridic.ModelGateway` holds
+    every send to and each provider format holds what it renders to.
+
+    The parts are what is checked, each with :func:`~veridic.is_trusted`; a message built
+    by hand whose parts do not make its text (or a user message turned into a system one
+    with ``dataclasses.replace``, whose parts are a user's) is refused as the text it sends.
+    ``at`` names who checks (``"ModelGateway"``, ``"Prompt.to_openai()"``), for the error.
+
+    Returns:
+        Whether report mode let a part that is not trusted pass (the caller then keeps
+        nothing it worked out from the parts).
+
+    Raises:
+        ProvenanceError: in enforce mode, naming the part, the prompt and ``at``.
+    """
+    if not prompt.messages or prompt.messages[0].role != "system":
+        return False
+    message = prompt.messages[0]
+    where = ""
+    if "".join(message.parts) != message.content:
+        where = _system_where(prompt, at)
+        report(message.content, where)
+    let_pass = False
+    for part in message.parts:
+        if not is_trusted(part):
+            where = where or _system_where(prompt, at)
+            report(part, where)
+            let_pass = True
+    return let_pass
+
+
+def _system_where(prompt: Prompt, at: str) -> str:
+    """Where a refusal of the system message says it was, named only when one is made."""
+    return f"the system message of prompt {prompt.sha256[:12]}, at {at}"
+
+
+@contextmanager
+def checked_system(prompt: Prompt) -> Iterator[None]:
+    """Inside the block, rendering ``prompt`` does not check its system message again.
+
+    For :class:`~veridic.ModelGateway`, which checks it (:func:`check_system`) on every send
+    and then has its adapter render it: each part is checked once per send, and report
+    mode logs it once. Only this prompt object, in this context, and only until the block
+    ends: rendered again outside it, the prompt is checked again.
+    """
+    token = _vouched.set(prompt)
+    try:
+        yield
+    finally:
+        _vouched.reset(token)
+
+
+def check_rendered(prompt: Prompt, at: str) -> None:
+    """:func:`check_system` for the provider format ``at`` renders, unless the caller has
+    just checked ``prompt`` for this send (:func:`checked_system`)."""
+    if _vouched.get() is not prompt:
+        check_system(prompt, at)
 
 
 def _anthropic_block(item: ReasoningItem) -> AnthropicReasoningBlock:
