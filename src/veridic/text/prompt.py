@@ -129,9 +129,9 @@ class Prompt:
     replace ``__getattribute__`` or ``__init_subclass__``; the check below runs after a
     subclass's own ``__init__`` or ``__post_init__``, whether or not it calls this one's.
 
-    The messages come as a tuple, a list or another sequence, in their order: a set (or a
-    dict's keys or items) is refused, as its order changes from one run to the next
-    (``PYTHONHASHSEED``), and so would the hash and what is sent.
+    The messages come as a tuple, a list or another sequence, in their order (a dict's
+    keys keep the dict's order): a set is refused, as its order changes from one run to
+    the next (``PYTHONHASHSEED``), and so would the hash and what is sent.
 
     Raises:
         VeridicError: ``messages`` is text, no sequence, or a set; an item is not a
