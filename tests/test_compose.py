@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import cast
 
 import pytest
@@ -483,9 +484,16 @@ def test_reasoning_items_from_a_dicts_keys_keep_its_order() -> None:
 def test_tool_call_arguments_nested_deeper_than_json_can_write_are_refused_by_name() -> None:
     # Walked by json.dumps alone, arguments nested thousands deep failed with a bare
     # RecursionError that named no call.
+    # The depth JSON can write is the interpreter's recursion limit, which another test of
+    # the same worker may have raised: held at Python's default here, so 5000 is too deep.
     arguments: dict[str, object] = {}
     innermost = arguments
     for _ in range(5000):
         innermost["a"] = innermost = {}
-    with pytest.raises(VeridicError, match=r"c1.*not JSON"):
-        Composer().user("Hi").tool_call("c1", "lookup", arguments)
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(1000)
+    try:
+        with pytest.raises(VeridicError, match=r"c1.*not JSON"):
+            Composer().user("Hi").tool_call("c1", "lookup", arguments)
+    finally:
+        sys.setrecursionlimit(limit)
