@@ -30,6 +30,16 @@ def clip(text: str, limit: int = _LIMIT) -> str:
     return f"{quoted[:-1]}…{quoted[-1]} ({len(text)} chars)"
 
 
+def cut_short(text: str, limit: int) -> str:
+    """Give ``text`` whole up to ``limit`` characters, else its first ``limit`` and its
+    length: for text already escaped, or veridic's own words that quote it escaped.
+
+    >>> cut_short("abc", 3), cut_short("abcdef", 3)
+    ('abc', 'abc… (6 chars)')
+    """
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+
+
 def quoted(value: object, limit: int = _LIMIT) -> str:
     """Give any ``value`` as a message quotes it: text as :func:`clip` gives it, anything
     else by its ``repr``, cut at ``limit`` with its length.
@@ -42,8 +52,7 @@ def quoted(value: object, limit: int = _LIMIT) -> str:
     """
     if isinstance(value, str):
         return clip(value, limit)
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+    return cut_short(repr(value), limit)
 
 
 def first_few(names: Sequence[str], shown: int = 3) -> str:

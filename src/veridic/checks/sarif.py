@@ -61,6 +61,7 @@ from pathlib import Path, PurePath
 from typing import Final, NamedTuple
 from urllib.parse import quote
 
+from veridic._sample import cut_short
 from veridic.checks._ci_log import inert_json
 from veridic.checks.rules import LEVELS, ReportItem, Rule, rule_for
 
@@ -79,7 +80,8 @@ _MESSAGE_LIMIT: Final = 2000
 """Characters of a message kept in ``message.text``. GitHub's code scanning refuses a whole
 upload past 10 MB gzipped (and a run past 25,000 results); it sets no limit of its own on
 one message. A finding quoting a text of megabytes (an MCP server's description) put all of
-it in its alert, and could lose every other alert of the run with it."""
+it in its alert, and could lose every other alert of the run with it. The message is cut
+by its own characters before it is escaped, so no escape is cut in two."""
 
 
 def render_sarif(
@@ -197,7 +199,7 @@ def _result(
         "ruleId": item.kind,
         "ruleIndex": rule_index,
         "level": LEVELS.get(item.severity, "note"),
-        "message": {"text": _plain(_clipped(item.message))},
+        "message": {"text": _plain(cut_short(item.message, _MESSAGE_LIMIT))},
         "locations": [location] if location else [],
         "partialFingerprints": {_FINGERPRINT: _fingerprint(item, root)},
         "properties": properties,
@@ -216,16 +218,6 @@ def _plain(text: str) -> str:
     followed by a bracket that opens a link again.
     """
     return text.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
-
-
-def _clipped(message: str) -> str:
-    """The first :data:`_MESSAGE_LIMIT` characters of ``message``, and its length if cut.
-
-    Cut by the message's own characters before escaping, so no escape is cut in two.
-    """
-    if len(message) <= _MESSAGE_LIMIT:
-        return message
-    return f"{message[:_MESSAGE_LIMIT]}… ({len(message)} chars)"
 
 
 def _physical(file: str, line: int, root: _Paths) -> dict[str, object]:

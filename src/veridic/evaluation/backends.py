@@ -37,7 +37,7 @@ from veridic._model_runtime import (
     unreached,
     without_extra_buffer_types,
 )
-from veridic._sample import quoted
+from veridic._sample import cut_short, quoted
 from veridic._urls import masked, shown_url, url_secrets
 from veridic.errors import VeridicError
 from veridic.text.terminal_view import visible
@@ -661,8 +661,7 @@ class EndpointBackend:
         backend sends masked first (a ``repr`` spells them as written)."""
         if isinstance(value, str):
             return quoted(self._masked(value), limit)
-        text = self._masked(repr(value))
-        return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"
+        return cut_short(self._masked(repr(value)), limit)
 
     def _masked(self, text: str) -> str:
         """``text`` with the credentials this backend sends replaced by ``***``."""

@@ -23,7 +23,7 @@ from types import MappingProxyType, MethodType
 from typing import Final, Literal, NamedTuple, Protocol
 
 from veridic._counted import counted
-from veridic._sample import clip
+from veridic._sample import clip, cut_short
 from veridic._words import a_type
 from veridic.errors import ToolCouplingError, UnknownToolError, VeridicError
 from veridic.providers._headers import (
@@ -686,8 +686,7 @@ def _given(options: Mapping[str, object]) -> list[_Given]:
 def _written(value: object) -> str:
     """``value`` as an error quotes it: its ``repr``, clipped (a server's or a caller's value
     may be any size)."""
-    written = repr(value)
-    return written if len(written) <= 60 else f"{written[:60]}… ({len(written)} chars)"
+    return cut_short(repr(value), 60)
 
 
 _PROMPT_ELSEWHERE: Final[Mapping[str, str]] = MappingProxyType(

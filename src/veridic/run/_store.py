@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeGuard, TypeVar, get_args
 
 from veridic import _json_object
-from veridic._sample import clip, quoted
+from veridic._sample import clip, cut_short, quoted
 from veridic.errors import AuditRecordError, VeridicError
 from veridic.providers._base import PARTS, Usage
 from veridic.run.approval import _RULES, ApprovalMode, ApprovalRules, _SavedRules, _storable_rule
@@ -1318,8 +1318,7 @@ def _said(error: BaseException) -> str:
     request id, an enum the value it refused): a row of thousands of characters made a
     refusal of thousands.
     """
-    said = str(error)
-    return said if len(said) <= _SAID else f"{said[:_SAID]}… ({len(said)} chars)"
+    return cut_short(str(error), _SAID)
 
 
 def _names(stored: object, table: str, column: str) -> tuple[str, ...]:

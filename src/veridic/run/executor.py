@@ -83,6 +83,7 @@ from veridic._exception_groups import leaves as _leaves
 from veridic._sample import (
     class_named,
     clip,
+    cut_short,
     error_message,
     message_shown,
     quoted,
@@ -1605,8 +1606,7 @@ class _Call:
         shown, note = self._recorded
         if note:
             detail = f"{detail}; {note}"
-        if len(detail) > _DETAIL_LIMIT:
-            detail = f"{detail[:_DETAIL_LIMIT]}… ({len(detail)} chars)"
+        detail = cut_short(detail, _DETAIL_LIMIT)
         # The record keeps what a store can encode: lone surrogates escaped (a model's
         # argument quoted in an exception, an operation named from outside text).
         keys = {_storable(op) for op in declared | (operations or set())}
@@ -1811,8 +1811,7 @@ def _shown(answer: object) -> str:
     if type(answer) is str:
         return clip(answer, 40)
     if answer is None or type(answer) in (int, float, bool):
-        shown = repr(answer)
-        return shown if len(shown) <= 40 else f"{shown[:40]}… ({len(shown)} chars)"
+        return cut_short(repr(answer), 40)
     return f"a {type(answer).__name__}"
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Final, LiteralString, Protocol, runtime_checkable
 
 from veridic._ids import ID, new_id
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type
 from veridic.config import settings
 from veridic.errors import AuditRecordError, ProvenanceError, VouchNotRecordedError
@@ -94,37 +94,29 @@ def _check_vouch(record: VouchRecord) -> None:
         AuditRecordError: names every malformed field.
     """
     problems = [
-        f"{name} must be non-empty text, got {_shown(getattr(record, name))}"
+        f"{name} must be non-empty text, got {quoted(getattr(record, name))}"
         for name in ("policy", "reason")
         if not isinstance(getattr(record, name), str) or not getattr(record, name).strip()
     ]
     problems += [
-        f"{name} must be text, got {_shown(getattr(record, name))}"
+        f"{name} must be text, got {quoted(getattr(record, name))}"
         for name in ("caller", "sample")
         if not isinstance(getattr(record, name), str)
     ]
     seconds = record.time
     if not (type(seconds) in (float, int) and 0 <= seconds <= sys.float_info.max):
-        problems.append(f"time must be seconds (a finite float >= 0), got {_shown(seconds)}")
+        problems.append(f"time must be seconds (a finite float >= 0), got {quoted(seconds)}")
     if not isinstance(record.record_id, str) or not ID.fullmatch(record.record_id):
         problems.append(
             "record_id must be 32 lowercase hex digits (new_id(), made with the record), "
-            f"got {_shown(record.record_id)}"
+            f"got {quoted(record.record_id)}"
         )
     if problems:
         raise AuditRecordError(
-            f"vouch record of policy {_shown(record.policy)} is malformed: "
+            f"vouch record of policy {quoted(record.policy)} is malformed: "
             f"{'; '.join(problems)}; let TrustPolicy.vouch() make it, or fix the listed fields "
             "(a record's id is made with it: build a new record rather than change one)"
         )
-
-
-def _shown(value: object) -> str:
-    """``value`` for a message: text clipped and quoted, anything else as a clipped repr."""
-    if isinstance(value, str):
-        return clip(value, 60)
-    text = repr(value)
-    return text if len(text) <= 60 else f"{text[:60]}… ({len(text)} chars)"
 
 
 @runtime_checkable

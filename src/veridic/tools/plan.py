@@ -123,7 +123,7 @@ from typing import Final, Literal, Protocol, runtime_checkable
 
 from veridic import _json_object
 from veridic._counted import counted
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type
 from veridic.errors import (
     IncompletePlanError,
@@ -475,13 +475,13 @@ def _step(index: int, raw: object) -> PlanStep:
     step_id = raw.get("id")
     if not isinstance(step_id, str) or not step_id.strip():
         raise PlanError(
-            f"plan step #{index} has id {_shown(step_id)}: every step needs a non-empty string "
+            f"plan step #{index} has id {quoted(step_id)}: every step needs a non-empty string "
             'id, e.g. "step_1", so that other steps can depend on it'
         )
     tool = raw.get("tool")
     if not isinstance(tool, str) or not tool.strip():
         raise PlanError(
-            f"{_where(index, step_id)} has tool {_shown(tool)}: every step names the tool it "
+            f"{_where(index, step_id)} has tool {quoted(tool)}: every step names the tool it "
             "calls as a non-empty string"
         )
     arguments = _arguments(index, step_id, raw.get("arguments"))
@@ -524,7 +524,7 @@ def _check_keys(index: int, raw: Mapping[object, object]) -> None:
 
 
 def _unknown_key(key: object) -> str:
-    shown = _shown(key, 40)
+    shown = quoted(key, 40)
     if not isinstance(key, str):
         return shown
     nearest = _nearest_key(key)
@@ -564,7 +564,7 @@ def _arguments(index: int, step_id: str, raw: object) -> Mapping[str, object]:
             ) from error
     if not isinstance(raw, dict | Mapping) or not all(isinstance(key, str) for key in raw):
         raise PlanError(
-            f"{_where(index, step_id)} has arguments {_shown(raw)}: arguments are an object "
+            f"{_where(index, step_id)} has arguments {quoted(raw)}: arguments are an object "
             "whose keys are the tool's parameter names"
         )
     try:
@@ -638,12 +638,12 @@ def _needs(index: int, step_id: str, needs: object) -> tuple[str, ...]:
         isinstance(needs, str) or not isinstance(needs, Sequence)
     ):
         raise PlanError(
-            f"{_where(index, step_id)} has depends_on {_shown(needs)}: list the ids of the "
+            f"{_where(index, step_id)} has depends_on {quoted(needs)}: list the ids of the "
             'steps it needs, e.g. ["step_1"] (a list even for one id)'
         )
     if not all(isinstance(need, str) for need in needs):
         raise PlanError(
-            f"{_where(index, step_id)} has depends_on {_shown(needs)}: the ids must be strings"
+            f"{_where(index, step_id)} has depends_on {quoted(needs)}: the ids must be strings"
         )
     return tuple(dict.fromkeys(needs))
 
@@ -815,12 +815,12 @@ def _strings(value: object, path: str, pointer: bool = False) -> Iterator[tuple[
     string, and whether it is what a JSON reference points at (any string held by a
     ``"$ref"`` key, in lists and objects too)."""
     if isinstance(value, str):
-        yield f"{path} = {_shown(value)}", value, pointer
+        yield f"{path} = {quoted(value)}", value, pointer
     elif isinstance(value, Mapping):
         for key, item in value.items():
             if isinstance(key, str):  # a nested mapping's keys may be numbers
-                yield f"a key {_shown(key)} in {path}", key, pointer
-            at = f"{path}.{key}" if _PLAIN_KEY.fullmatch(str(key)) else f"{path}[{_shown(key)}]"
+                yield f"a key {quoted(key)} in {path}", key, pointer
+            at = f"{path}.{key}" if _PLAIN_KEY.fullmatch(str(key)) else f"{path}[{quoted(key)}]"
             yield from _strings(item, at, pointer or key == _POINTER)
     elif isinstance(value, list | tuple):
         for position, item in enumerate(value):
@@ -969,7 +969,7 @@ def _odd_answer(mode: object, why: object) -> str:
         if value is _NO_ANSWER:
             return f"with no {part}"
         if not fits:
-            return f"{part} {_shown(value)} ({a_type(value)})"
+            return f"{part} {quoted(value)} ({a_type(value)})"
     return ""
 
 
@@ -1254,11 +1254,3 @@ def _name(name: str) -> str:
     clipped, every character outside ASCII escaped (``'\\u0441reate_webhook'``): shown as
     is, a look-alike of a tool's name or of another step's id reads as that one."""
     return name if _PLAIN_NAME.fullmatch(name) else _plainly(name, 44)
-
-
-def _shown(value: object, limit: int = 60) -> str:
-    """``value`` for a message: a string clipped and quoted, anything else as a clipped repr."""
-    if isinstance(value, str):
-        return clip(value, limit)
-    text = repr(value)
-    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} chars)"

@@ -90,7 +90,14 @@ from typing import TYPE_CHECKING, Final, Literal
 
 from veridic._counted import counted
 from veridic._extras import require
-from veridic._sample import class_named, clip, error_message, quoted, traceback_shown
+from veridic._sample import (
+    class_named,
+    clip,
+    cut_short,
+    error_message,
+    quoted,
+    traceback_shown,
+)
 from veridic.errors import AuditRecordError, AuditWriteError, ToolCouplingError, VeridicError
 from veridic.run._audit_writes import settled
 from veridic.run.approval import ApprovalPolicy, ApprovalRequest
@@ -777,10 +784,7 @@ class _Noted:
     def _noted(self, record: AuditRecord) -> AuditRecord:
         if record.outcome is not CallOutcome.DENIED:
             return record
-        detail = self._detail
-        if len(detail) > _DETAIL_LIMIT:
-            detail = f"{detail[:_DETAIL_LIMIT]}… ({len(detail)} chars)"
-        return replace(record, detail=detail)
+        return replace(record, detail=cut_short(self._detail, _DETAIL_LIMIT))
 
 
 # --- helpers -----------------------------------------------------------------------------
@@ -1054,9 +1058,7 @@ def _render(value: object, parts: list[str], depth: int) -> bool:
         parts.append("]")
     else:
         text = _escaped(json.dumps(value, ensure_ascii=False, default=str))
-        if len(text) > _VALUE_SHOWN:
-            text = f"{text[:_VALUE_SHOWN]}… ({len(text)} chars)"
-        parts.append(text)
+        parts.append(cut_short(text, _VALUE_SHOWN))
     return True
 
 
