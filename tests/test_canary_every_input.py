@@ -999,13 +999,21 @@ def _pydantic_ai_system(messages: Sequence[object]) -> str:
 # and a paused RunState read back from a store is resumed through answer(); a result veridic
 # did not write, or a system or developer item, must be refused there, and what it does send
 # must hold the payload only in blocks.
+# Later still: a LangChain tool message of content parts (each text part its own block) and a
+# summary the summarization middleware wrote (sent as data, read here as a tool's answer is).
 
 
 def _langchain_run(payload: str, lc: ModuleType, outer: Any) -> Sent:
     """One LangChain agent of the view, ``outer`` listed before veridic's middleware: the
     model's turn calls ``lookup``, and the model's next call is what :func:`check` reads."""
     from langchain.agents import create_agent
-    from langchain_core.messages import AIMessage, FunctionMessage, SystemMessage, ToolMessage
+    from langchain_core.messages import (
+        AIMessage,
+        FunctionMessage,
+        HumanMessage,
+        SystemMessage,
+        ToolMessage,
+    )
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.checkpoint.memory import InMemorySaver
 
@@ -1031,9 +1039,22 @@ def _langchain_run(payload: str, lc: ModuleType, outer: Any) -> Sent:
     )
     last = model.seen[-1]
     system = "\n".join(str(m.content) for m in last if isinstance(m, SystemMessage))
-    answers = [str(m.content) for m in last if isinstance(m, ToolMessage | FunctionMessage)]
+    answers = [
+        text
+        for m in last
+        if isinstance(m, ToolMessage | FunctionMessage) or _summary(m, HumanMessage)
+        for text in _texts(m.content)
+    ]
     specs = [convert_to_openai_tool(tool)["function"] for tool in tools]
     return _chat(system, specs, answers)
+
+
+def _summary(message: object, human: type) -> bool:
+    """Whether ``message`` is a summary LangChain's summarization middleware wrote (its
+    mark), which veridic sends as data: it is read as a tool's answer is."""
+    return isinstance(message, human) and message.additional_kwargs.get("lc_source") == (  # type: ignore[attr-defined]  # a HumanMessage, checked by isinstance
+        "summarization"
+    )
 
 
 def langchain_tool_message_rewritten(payload: str, lc: ModuleType) -> Sent:
@@ -1078,6 +1099,32 @@ def langchain_tool_message_chunk(payload: str, lc: ModuleType) -> Sent:
         AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "chunk"}]),
         ToolMessageChunk(content=payload, tool_call_id="chunk"),
     ]
+    return _langchain_run(payload, lc, _injecting(lc, lambda: added))
+
+
+def langchain_tool_message_parts(payload: str, lc: ModuleType) -> Sent:
+    """A tool's answer of content parts: each text part is sent as a block of its own, the
+    image beside them as the provider's own part."""
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    parts: list[str | dict[Any, Any]] = [
+        {"type": "text", "text": payload},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        {"type": "text", "text": f"and {payload}"},
+    ]
+    added = [
+        AIMessage("", tool_calls=[{"name": "lookup", "args": {}, "id": "parts"}]),
+        ToolMessage(content=parts, tool_call_id="parts"),
+    ]
+    return _langchain_run(payload, lc, _injecting(lc, lambda: added))
+
+
+def langchain_summary(payload: str, lc: ModuleType) -> Sent:
+    """A summary the summarization middleware wrote of earlier turns, holding what a tool
+    answered: sent as data, never as the user's words."""
+    from langchain_core.messages import HumanMessage
+
+    added = [HumanMessage(payload, additional_kwargs={"lc_source": "summarization"})]
     return _langchain_run(payload, lc, _injecting(lc, lambda: added))
 
 
@@ -1197,6 +1244,8 @@ ADAPTERS: Final = {
     ),
     "langchain_function_message": (langchain_function_message, "test_integration_langchain"),
     "langchain_tool_message_chunk": (langchain_tool_message_chunk, "test_integration_langchain"),
+    "langchain_tool_message_parts": (langchain_tool_message_parts, "test_integration_langchain"),
+    "langchain_summary": (langchain_summary, "test_integration_langchain"),
     "openai_agents_session": (openai_agents_session, "test_integration_openai_agents"),
     "openai_agents_paused_state": (openai_agents_paused_state, "test_integration_openai_agents"),
 }
