@@ -172,10 +172,25 @@ class Prompt:
 
     @property
     def system(self) -> str:
-        """The system message's text, or ``""`` when there is none."""
-        if self.messages and self.messages[0].role == "system":
-            return self.messages[0].content
-        return ""
+        """The system message's text, or ``""`` when there is none.
+
+        The text is held to the rule :class:`~veridic.ModelGateway` and every provider
+        format hold it to (:func:`check_system`): it is what an application hands an SDK
+        or an agent framework by hand (LangChain's ``create_agent(system_prompt=...)``),
+        so a prompt built by hand whose system text is not trusted is refused here too,
+        rather than giving that text out as instructions. The gateway reads the messages,
+        not this property, and checks each part once per send.
+
+        >>> from veridic import Composer, instruction
+        >>> Composer().system(instruction("Be brief.")).user("Hi").build().system
+        'Be brief.'
+
+        Raises:
+            ProvenanceError: a part of the system message is not trusted, or its parts do
+                not make its text (in report mode: logged, and given out).
+        """
+        check_rendered(self, "Prompt.system")
+        return _system_text(self)
 
     @cached_property
     def sha256(self) -> str:
@@ -398,7 +413,7 @@ class Prompt:
                 f"{messages[0]['role'] if messages else 'nothing'}: add Composer.user() or "
                 "Composer.data() before the first assistant turn"
             )
-        return {"system": self.system, "messages": messages}
+        return {"system": _system_text(self), "messages": messages}
 
 
 _READ_OF_A_PROMPT: Final = frozenset(
@@ -470,6 +485,15 @@ def check_system(prompt: Prompt, at: str) -> bool:
             report(part, where)
             let_pass = True
     return let_pass
+
+
+def _system_text(prompt: Prompt) -> str:
+    """The system message's text, unchecked: for a renderer that has just checked it with
+    :func:`check_rendered` (reading :attr:`Prompt.system` would check it again, and report
+    mode would log it twice)."""
+    if prompt.messages and prompt.messages[0].role == "system":
+        return prompt.messages[0].content
+    return ""
 
 
 def _system_where(prompt: Prompt, at: str) -> str:
