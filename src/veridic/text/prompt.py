@@ -368,6 +368,12 @@ class Prompt:
         before its text and ``tool_use`` blocks, as the API requires, each
         exactly as the model returned it.
 
+        The API rejects a text block that is empty or only whitespace, so an assistant
+        message's text of that kind is not sent: its tool calls and thinking blocks go
+        alone, and a turn with nothing else is left out (the hash, the document and
+        :meth:`to_openai` keep the text as it is). A user turn cannot be so:
+        :class:`~veridic.Composer` refuses it.
+
         A tool call's arguments go as the parsed ``input`` object; they must read
         one way only, so text that gives a key twice (the hash and the document
         carry both values, the API would get the last) is refused.
@@ -548,7 +554,9 @@ def _anthropic_blocks(message: Message, index: int) -> list[AnthropicBlock]:
             result["is_error"] = True
         return [result]
     blocks: list[AnthropicBlock] = []
-    if message.content:
+    # The Messages API rejects a text block of only whitespace (a model's "\n\n" before
+    # its tool calls, an assistant turn of spaces): it says nothing, so it goes as no block.
+    if message.content and not message.content.isspace():
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
         arguments = _tool_input(call, index)
