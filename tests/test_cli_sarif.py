@@ -332,7 +332,8 @@ def test_drift_of_a_megabyte_value_keeps_each_property_to_2000_characters(
     (project / "manifest.json").write_text(json.dumps(committed, indent=2, sort_keys=True) + "\n")
     code, log = sarif(capsys, "check", f"{name}:registry", "--manifest", "manifest.json")
     assert code == 1
-    drift = {r["properties"]["field"]: r["properties"] for r in results(log) if r["ruleId"] == "drift"}
+    found = [r["properties"] for r in results(log) if r["ruleId"] == "drift"]
+    drift = {properties["field"]: properties for properties in found}
     assert drift["description"]["before"] == f"{huge[:2000]}… ({len(huge)} chars)"
     assert drift["description"]["after"] == "Find a user by email address."  # short: whole
     assert f"{huge[:2000]}… ({len(huge)} chars)" in drift["risk_counts"]["before"]
