@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from pydantic import BaseModel
@@ -765,6 +765,18 @@ def test_a_text_within_the_limit_is_shown_whole(text: str) -> None:
 @given(st.text(min_size=65, max_size=200))
 def test_a_clipped_text_shows_its_first_characters_whole(text: str) -> None:
     assert shown(text, 64) == f"{shown(text[:64])}… ({len(text)} chars)"
+
+
+@given(st.text(max_size=90), st.text(max_size=90), st.integers(min_value=0, max_value=70))
+@example("x" * 64 + "… (100 chars)", "x" * 100, 64)
+@example("\n" * 10 + "… (30 chars)", "\n" * 30, 10)
+def test_no_text_can_show_as_a_clipped_one(first: str, second: str, limit: int) -> None:
+    """The clip's suffix is written after the kept characters, unescaped, so a name could
+    end with one of its own: it cannot pass for a clipped name, since a text as long as a
+    clipped one's display is clipped too, and says its own length."""
+    if first != second and shown(first, limit) == shown(second, limit):
+        assert len(first) == len(second) > limit
+        assert first[:limit] == second[:limit]
 
 
 def test_a_name_padded_with_spaces_does_not_show_as_the_name_in_markdown(

@@ -286,6 +286,31 @@ def test_manifest_check_prints_drift_as_a_table_of_tool_field_old_new(
     assert_inert(out)
 
 
+def test_a_drifted_key_of_a_megabyte_is_clipped_in_its_cell(
+    app: Write, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The keys of a changed table (a committed manifest's risk counts) were shown whole:
+    escaped, but a key of a megabyte made a cell, and a comment, of a megabyte (GitHub
+    refuses a comment past 65536 characters, so the whole report was lost)."""
+    name = app(CLEAN)
+    assert run(capsys, "manifest", f"{name}:registry", "-o", "manifest.json")[0] == 0
+    path = project / "manifest.json"
+    data = json.loads(path.read_text())
+    huge = "@acme " + "x" * 1_000_000
+    data["risk_counts"] = {**data["risk_counts"], huge: 1}
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    code, out = run(
+        capsys, "manifest", f"{name}:registry", "--check", "manifest.json", "--format", "markdown"
+    )
+    assert code == 1
+    (drift,) = tables(out)
+    fields = [row[1] for row in drift[1:] if row[0] == "risk counts"]
+    assert fields == [code_cell(huge, 80)]
+    assert fields[0].endswith(f"… ({len(huge)} chars)`")
+    assert len(out) < 2000
+    assert_inert(out)
+
+
 def test_manifest_check_keeps_its_text_output_by_default(
     app: Write, project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

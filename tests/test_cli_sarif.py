@@ -305,6 +305,44 @@ def test_check_sarif_points_drift_at_the_changed_line_of_the_committed_manifest(
     assert drift["risk"]["level"] == "error"
 
 
+def _longest_text(value: object) -> int:
+    """The longest text anywhere in a JSON value, a key or a value."""
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return max((max(len(k), _longest_text(v)) for k, v in value.items()), default=0)
+    if isinstance(value, list):
+        return max((_longest_text(item) for item in value), default=0)
+    return 0
+
+
+def test_drift_of_a_megabyte_value_keeps_each_property_to_2000_characters(
+    app: Write, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A committed manifest (or an MCP server's description) holding a text of megabytes:
+    the alert's message was cut at 2000 characters, its properties copied the drift's old
+    and new values whole, keys and values, and one such finding could lose every other
+    alert of the run."""
+    name = app(CLEAN)
+    assert run(capsys, "manifest", f"{name}:registry", "-o", "manifest.json")[0] == 0
+    committed = json.loads((project / "manifest.json").read_text())
+    huge = "\u202e[a](https://evil.example)" + "x" * 1_000_000
+    committed["tools"]["find_user"]["description"] = huge
+    committed["risk_counts"] = {huge: 1, "low": 0}
+    (project / "manifest.json").write_text(json.dumps(committed, indent=2, sort_keys=True) + "\n")
+    code, log = sarif(capsys, "check", f"{name}:registry", "--manifest", "manifest.json")
+    assert code == 1
+    found = [r["properties"] for r in results(log) if r["ruleId"] == "drift"]
+    drift = {properties["field"]: properties for properties in found}
+    assert drift["description"]["before"] == f"{huge[:2000]}… ({len(huge)} chars)"
+    assert drift["description"]["after"] == "Find a user by email address."  # short: whole
+    assert f"{huge[:2000]}… ({len(huge)} chars)" in drift["risk_counts"]["before"]
+    assert drift["risk_counts"]["before"]["low"] == 0  # the value's shape is kept
+    assert max(_longest_text(r["properties"]) for r in results(log)) <= 2000 + len(
+        f"… ({len(huge)} chars)"
+    )
+
+
 HATCHES = """\
 from typing import cast
 

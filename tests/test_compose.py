@@ -326,6 +326,31 @@ def test_anthropic_leaves_out_an_empty_assistant_turn() -> None:
     assert [m["role"] for m in prompt.to_openai()] == ["user", "assistant", "user"]
 
 
+@given(
+    space=st.text(alphabet=" \t\n\r\u00a0\u2003", min_size=1),
+    with_call=st.booleans(),
+)
+def test_anthropic_sends_no_text_block_of_only_whitespace(space: str, with_call: bool) -> None:
+    """The Messages API rejects a text block of only whitespace ("text content blocks must
+    contain non-whitespace text"): a turn of only spaces is left out as an empty one is, and
+    a model's "\n\n" before its tool calls leaves the calls, with nothing before them."""
+    composer = Composer().user("first").assistant(space)
+    if with_call:
+        composer = composer.tool_call("call_1", "get_weather", {"city": "Oslo"})
+        composer = composer.tool_result("call_1", untrusted("Sunny", source="tool:get_weather"))
+    prompt = composer.user("second").build()
+    request = prompt.to_anthropic()
+    blocks = [block for message in request["messages"] for block in message["content"]]
+    assert all(b["text"].strip() for b in blocks if b["type"] == "text")
+    if with_call:
+        assistant = [m for m in request["messages"] if m["role"] == "assistant"]
+        assert [[b["type"] for b in m["content"]] for m in assistant] == [["tool_use"]]
+    else:
+        assert [m["role"] for m in request["messages"]] == ["user"]
+    (turn,) = [m for m in prompt.to_openai() if m["role"] == "assistant"]
+    assert turn["content"] == space  # Chat Completions takes it as it is
+
+
 def _documented_sha256(prompt: Prompt) -> str:
     """Prompt.sha256 as its docstring defines it, written out without veridic's helpers."""
     import hashlib

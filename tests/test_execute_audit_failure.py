@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from dataclasses import dataclass, field
 
@@ -198,3 +199,35 @@ def test_arun_tools_keeps_the_outcomes_of_the_calls_that_ran_before_the_failure(
         asyncio.run(gateway.arun_tools(reply, policy=_policy(view)))
     assert sent == ["A-1", "A-2"]
     assert [outcome.call.id for outcome in caught.value.earlier] == ["c1"]
+
+
+def test_an_unwritten_record_under_an_interrupt_is_logged_escaped_and_clipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The record the store refused while Ctrl-C went on was logged by ``repr``, whole,
+    with the call id twice: a call id of a megabyte (execute() takes the caller's, a
+    model's) made a log line of two megabytes, and a note of one on the interrupt."""
+    call_id = "call-\u202e" + "c" * 1_000_000
+    view = _view([])
+    with (
+        caplog.at_level(logging.ERROR, logger="veridic.executor"),
+        pytest.raises(KeyboardInterrupt) as caught,
+    ):
+        execute(
+            view,
+            "wait_for_operator",
+            {"order": "A-17"},
+            policy=_policy(view),
+            audit=FailingSink(),
+            request_id="req-9",
+            prompt=PROMPT,
+            call_id=call_id,
+        )
+    (logged,) = [r.getMessage() for r in caplog.records if "could not be written" in r.getMessage()]
+    assert len(logged) < 20_000
+    assert "\u202e" not in logged
+    assert "call id 'call-\\u202eccc" in logged  # escaped, and said where it is cut
+    assert logged.count(f"({len(call_id)} chars)") == 1
+    assert "outcome=<CallOutcome.FAILED" in logged  # the record's fields before its call id
+    notes = caught.value.__notes__
+    assert all(len(note) < 1000 and "\u202e" not in note for note in notes)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
+import logging
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -71,6 +73,7 @@ from veridic import (
     unfence,
     untrusted,
 )
+from veridic.config import configured
 from veridic.integrations.langchain import (
     approval_middleware,
     interrupt_on,
@@ -757,6 +760,36 @@ def test_the_middleware_takes_only_the_whole_list_of_one_structured_tools_call(
     later = cast("Literal['batched']", "later")
     with pytest.raises(VeridicError, match="interrupt_mode"):
         approval_middleware(world.tools, interrupt_mode=later)  # type: ignore[veridic-literal]
+
+
+def test_report_mode_logs_an_untrusted_system_part_once_not_on_every_model_call(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    """structured_tools() checks the prompt's system parts; a model call compares the text
+    with that checked prompt and does not check its parts again (one warning, not one per
+    model call)."""
+    (message,) = world.prompt.messages
+    forged = untrusted(message.parts[0], source="ticket:7")
+    prompt = Prompt((dataclasses.replace(message, parts=(forged, *message.parts[1:])),))
+    with configured(mode="report"), caplog.at_level(logging.WARNING, logger="veridic"):
+        tools = structured_tools(
+            world.view, policy=world.policy, audit=world.audit, request_id="req-1", prompt=prompt
+        )
+        agent = World(world.notes, world.view, world.policy, world.audit, prompt, tools).agent(
+            turn(("get_weather", {"city": "Oslo"}))
+        )
+        warned_before_the_run = len(caplog.records)
+        agent.ask("Weather in Oslo?")
+
+    logged = [record.getMessage() for record in caplog.records]
+    assert len(agent.model.seen) == 2  # two model calls, each checked
+    assert [line for line in logged if "ticket:7" in line] == logged
+    # Once where the tools are bound, once where prompt.system is handed to create_agent().
+    assert [
+        ("at structured_tools() got" in line, "at Prompt.system got" in line)
+        for line in logged[:warned_before_the_run]
+    ] == [(True, False), (False, True)]
+    assert len(logged) == warned_before_the_run  # the run's model calls logged nothing more
 
 
 # --- the prompt the tools are bound to ------------------------------------------------------

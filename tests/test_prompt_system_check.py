@@ -2,8 +2,9 @@
 
 ``ModelGateway.send`` refuses a system message with a part that is not trusted, or whose
 parts do not make its text; an application that passes ``prompt.to_openai()``,
-``prompt.to_anthropic()`` or the Responses request straight to an SDK went round that
-check, and so did a user message turned into a system one with ``dataclasses.replace``.
+``prompt.to_anthropic()``, the Responses request or ``prompt.system`` (LangChain's
+``create_agent(system_prompt=...)``) straight to an SDK went round that check, and so did
+a user message turned into a system one with ``dataclasses.replace``.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ RENDERERS: dict[str, _Render] = {
     "Prompt.to_openai()": lambda prompt: prompt.to_openai(),
     "Prompt.to_anthropic()": lambda prompt: prompt.to_anthropic(),
     "OpenAIResponses": lambda prompt: responses_request(prompt, []),
+    "Prompt.system": lambda prompt: prompt.system,
 }
 
 
@@ -115,7 +117,8 @@ def test_the_gateway_checks_the_system_text_once_per_send(
     spec_format: str, responses: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The gateway refuses (or in report mode logs) as the gateway; the adapter's rendering
-    of the same prompt in the same send does not check it again (one warning, not two)."""
+    of the same prompt in the same send does not check it again (one warning, not two), nor
+    does the send read ``Prompt.system``, which would."""
     provider = ScriptedProvider(
         [{"text": "ok"}],
         spec_format="anthropic" if spec_format == "anthropic" else "openai",

@@ -599,6 +599,28 @@ def test_anthropic_request_body_is_the_prompt_and_the_view_specs() -> None:
     assert calls.records()[0].api == "anthropic.messages"
 
 
+def test_anthropic_request_carries_no_text_block_of_only_whitespace() -> None:
+    """A model's "\n\n" before its tool call, sent back: the SDK's request holds the call
+    alone (the Messages API rejects a text block of only whitespace)."""
+    server = FakeServer(http_module("anthropic"), [("json", MESSAGE)])
+    adapter = AnthropicMessages(server.client(anthropic, "Anthropic"), model="c", max_tokens=8)
+    gw, _, _ = gateway(adapter)
+    prompt = (
+        Composer()
+        .system(SYSTEM, VIEW.capability_section())
+        .user("Is it sunny in Oslo?")
+        .assistant("\n\n")
+        .tool_call("call_1", "get_weather", {"city": "Oslo"})
+        .tool_result("call_1", untrusted("Sunny in Oslo", source="tool:get_weather"))
+        .build()
+    )
+    gw.send(prompt, VIEW, request_id="req-1")
+    assert [m["role"] for m in server.body["messages"]] == ["user", "assistant", "user"]
+    assert server.body["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "call_1", "name": "get_weather", "input": {"city": "Oslo"}}
+    ]
+
+
 def test_anthropic_prompt_without_system_message_sends_no_system() -> None:
     server = FakeServer(http_module("anthropic"), [("json", MESSAGE)])
     adapter = AnthropicMessages(server.client(anthropic, "Anthropic"), model="c", max_tokens=8)

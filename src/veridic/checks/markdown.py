@@ -203,7 +203,7 @@ def _drift_rows(item: ReportItem) -> list[tuple[str, str, str, str]]:
     tool = _subject(subject)
     if change == "changed" and isinstance(before, dict) and isinstance(after, dict):
         return [
-            (tool, code_cell(str(key)), *_values(before.get(key), after.get(key)))
+            (tool, code_cell(str(key), _NAME_LIMIT), *_values(before.get(key), after.get(key)))
             for key in sorted(before.keys() | after.keys())
             if before.get(key) != after.get(key)
         ]

@@ -56,7 +56,7 @@ import importlib.metadata
 import json
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePath
 from typing import Final, NamedTuple
 from urllib.parse import quote
@@ -183,6 +183,7 @@ def _result(
         properties["tool"] = item.subject
     if item.text is not None:
         properties["text"] = item.text
+    properties = {key: _bounded(value) for key, value in properties.items()}
     location: dict[str, object] = {}
     logical = item.subject if item.subject is not None else _str_or_none(data.get("subject"))
     if logical is not None:
@@ -204,6 +205,27 @@ def _result(
         "partialFingerprints": {_FINGERPRINT: _fingerprint(item, root)},
         "properties": properties,
     }
+
+
+def _bounded(value: object) -> object:
+    """``value`` with every text in it, key or value, cut at :data:`_MESSAGE_LIMIT` as the
+    message is (:func:`~veridic._sample.cut_short`), its shape kept.
+
+    A drift's old and new values and a hatch's source text are outside text (a committed
+    manifest, an MCP server's description): copied whole, one of megabytes put all of it
+    in the alert, as a message did before it was cut. The fingerprint is still the whole
+    item's, so two values alike in their first characters stay two alerts.
+    """
+    if isinstance(value, str):
+        return cut_short(value, _MESSAGE_LIMIT)
+    if isinstance(value, Mapping):
+        return {
+            cut_short(key, _MESSAGE_LIMIT) if isinstance(key, str) else key: _bounded(element)
+            for key, element in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_bounded(element) for element in value]
+    return value
 
 
 def _plain(text: str) -> str:

@@ -474,7 +474,9 @@ class Binding:
             ProvenanceError: a structured output is described by text that is not code
                 text (:meth:`_check_response_format`).
         """
-        expected = self.prompt.system
+        # structured_tools() checked its parts and that it holds only its system message:
+        # its text, not Prompt.system, which would check them again on every model call.
+        expected = self.prompt.messages[0].content
         message = request.system_message
         content: object = None if message is None else message.content
         if content != expected:

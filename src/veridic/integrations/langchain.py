@@ -78,7 +78,9 @@ def system_prompt(view: ToolView, *parts: TrustedInstruction) -> Prompt:
     call is checked against its text. The preamble is there because every tool result
     reaches the model as a data block (``datamark`` mode), which it explains.
     LangChain keeps only the text (a ``SystemMessage`` holds a plain ``str``), which is
-    why the check compares text with this prompt's trusted parts.
+    why the check compares text with this prompt's trusted parts. ``prompt.system``
+    itself refuses a prompt built by hand whose system parts are not all trusted (as
+    :meth:`Prompt.to_openai` does), so the text handed over is one veridic checked.
 
     Raises:
         ProvenanceError: a part is not trusted (see :meth:`Composer.system`).

@@ -57,6 +57,7 @@ from veridic.text.prompt import (
     Prompt,
     ReasoningItem,
     ToolCall,
+    _system_text,
     check_reasoning,
     check_rendered,
 )
@@ -799,8 +800,9 @@ def responses_request(prompt: Prompt, specs: Sequence[Mapping[str, object]]) -> 
     own = _responses_specs(specs)  # the view's own list: built once, coupled by identity
     tools = own if own is not None else [_flat_tool(spec) for spec in specs]
     request: JsonObject = {"input": items, "tools": tools}
-    if prompt.system:
-        request["instructions"] = prompt.system
+    system = _system_text(prompt)  # checked above, by check_rendered()
+    if system:
+        request["instructions"] = system
     return request
 
 

@@ -153,6 +153,9 @@ _SHA256: Final = re.compile(r"[0-9a-f]{64}")
 _REQUEST_ID_LIMIT: Final = 4096
 """The longest request id a call takes: every record of the request keeps it whole (an
 application may take it from a client's header, which an attacker writes)."""
+_RECORD_SHOWN: Final = 2 * _REQUEST_ID_LIMIT
+"""Characters of an unwritten record's ``repr`` a log line keeps (:func:`_unwritten_under`):
+a record of the longest request id whole, but not a call id of a megabyte."""
 _log = logging.getLogger("veridic.executor")
 _UNRENDERED: Final = object()
 """A :class:`CallResult` whose value was not rendered inside a dispatch (made by hand)."""
@@ -1333,7 +1336,8 @@ class _Call:
             except BaseException as interrupt:  # Ctrl-C inside the store's write
                 own = _OWN_CUT
                 _log.error(
-                    "the audit record of a call that ran may be unwritten: %r", result.record
+                    "the audit record of a call that ran may be unwritten: %s",
+                    quoted(result.record, _RECORD_SHOWN),
                 )
                 _kept(
                     interrupt,
@@ -1737,21 +1741,21 @@ def _unwritten_under(
     say so on the interrupt: ``failure`` rides only in the interrupt's ``__context__``
     (if at all), which a handler of Ctrl-C or of a cancellation seldom reads. ``what``
     says what became of the call."""
-    call = f", call id {record.call_id!r}" if record.call_id else ""
+    call = f", call id {clip(record.call_id)}" if record.call_id else ""
     _log.error(
-        "the audit record of tool %r (request %r%s), which %s (%s), could not be written "
-        "(%s); the interrupt goes on, and the record is: %r\n%s",
-        record.tool,
-        record.request_id,
+        "the audit record of tool %s (request %s%s), which %s (%s), could not be written "
+        "(%s); the interrupt goes on, and the record is: %s\n%s",
+        clip(record.tool),
+        clip(record.request_id),
         call,
         what,
         class_named(interrupt),
         class_named(failure),
-        record,
+        quoted(record, _RECORD_SHOWN),
         traceback_shown(failure),
     )
     interrupt.add_note(
-        f"veridic: the call of tool {record.tool!r} (request {clip(record.request_id)}{call}) "
+        f"veridic: the call of tool {clip(record.tool)} (request {clip(record.request_id)}{call}) "
         f"{what}, and its audit record could not be written ({class_named(failure)}): it "
         "is logged on veridic.executor, with the record"
     )

@@ -172,10 +172,25 @@ class Prompt:
 
     @property
     def system(self) -> str:
-        """The system message's text, or ``""`` when there is none."""
-        if self.messages and self.messages[0].role == "system":
-            return self.messages[0].content
-        return ""
+        """The system message's text, or ``""`` when there is none.
+
+        The text is held to the rule :class:`~veridic.ModelGateway` and every provider
+        format hold it to (:func:`check_system`): it is what an application hands an SDK
+        or an agent framework by hand (LangChain's ``create_agent(system_prompt=...)``),
+        so a prompt built by hand whose system text is not trusted is refused here too,
+        rather than giving that text out as instructions. The gateway reads the messages,
+        not this property, and checks each part once per send.
+
+        >>> from veridic import Composer, instruction
+        >>> Composer().system(instruction("Be brief.")).user("Hi").build().system
+        'Be brief.'
+
+        Raises:
+            ProvenanceError: a part of the system message is not trusted, or its parts do
+                not make its text (in report mode: logged, and given out).
+        """
+        check_rendered(self, "Prompt.system")
+        return _system_text(self)
 
     @cached_property
     def sha256(self) -> str:
@@ -353,6 +368,12 @@ class Prompt:
         before its text and ``tool_use`` blocks, as the API requires, each
         exactly as the model returned it.
 
+        The API rejects a text block that is empty or only whitespace, so an assistant
+        message's text of that kind is not sent: its tool calls and thinking blocks go
+        alone, and a turn with nothing else is left out (the hash, the document and
+        :meth:`to_openai` keep the text as it is). A user turn cannot be so:
+        :class:`~veridic.Composer` refuses it.
+
         A tool call's arguments go as the parsed ``input`` object; they must read
         one way only, so text that gives a key twice (the hash and the document
         carry both values, the API would get the last) is refused.
@@ -398,7 +419,7 @@ class Prompt:
                 f"{messages[0]['role'] if messages else 'nothing'}: add Composer.user() or "
                 "Composer.data() before the first assistant turn"
             )
-        return {"system": self.system, "messages": messages}
+        return {"system": _system_text(self), "messages": messages}
 
 
 _READ_OF_A_PROMPT: Final = frozenset(
@@ -472,6 +493,15 @@ def check_system(prompt: Prompt, at: str) -> bool:
     return let_pass
 
 
+def _system_text(prompt: Prompt) -> str:
+    """The system message's text, unchecked: for a renderer that has just checked it with
+    :func:`check_rendered` (reading :attr:`Prompt.system` would check it again, and report
+    mode would log it twice)."""
+    if prompt.messages and prompt.messages[0].role == "system":
+        return prompt.messages[0].content
+    return ""
+
+
 def _system_where(prompt: Prompt, at: str) -> str:
     """Where a refusal of the system message says it was, named only when one is made."""
     return f"the system message of prompt {prompt.sha256[:12]}, at {at}"
@@ -524,7 +554,9 @@ def _anthropic_blocks(message: Message, index: int) -> list[AnthropicBlock]:
             result["is_error"] = True
         return [result]
     blocks: list[AnthropicBlock] = []
-    if message.content:
+    # The Messages API rejects a text block of only whitespace (a model's "\n\n" before
+    # its tool calls, an assistant turn of spaces): it says nothing, so it goes as no block.
+    if message.content and not message.content.isspace():
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
         arguments = _tool_input(call, index)
