@@ -204,9 +204,13 @@ def test_an_id_that_says_it_equals_another_is_read_as_its_characters() -> None:
 def test_the_ids_and_the_tool_a_plan_holds_are_plain_strings() -> None:
     steps = [
         {"id": _Claiming("s1"), "tool": _Claiming("create_webhook"), "arguments": {"name": "a"}},
-        {"id": "s2", "tool": "create_webhook", "depends_on": [_Claiming("s1")]},
+        {
+            "id": "s2",
+            "tool": "create_webhook",
+            "arguments": {"name": "b"},
+            "depends_on": [_Claiming("s1")],
+        },
     ]
-    steps[1]["arguments"] = {"name": "b"}
     plan = normalize_plan(steps, _registry().view())
     held = [plan.steps[0].id, plan.steps[0].tool, *plan.steps[1].depends_on]
     assert [(type(text), text) for text in held] == [
