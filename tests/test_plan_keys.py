@@ -162,8 +162,75 @@ def test_step_ids_that_only_look_the_same_are_refused_escaped(first: str, second
         {"id": first, "tool": "create_webhook", "arguments": {"name": "a"}},
         {"id": second, "tool": "test_dispatch", "arguments": {"webhook": "b"}},
     ]
-    with pytest.raises(
-        PlanError, match="differ only in case, spacing, invisible characters or Unicode form"
-    ) as caught:
+    with pytest.raises(PlanError, match="differ only in case, spacing or Unicode form") as caught:
         normalize_plan(steps, view)
     assert ascii(second) in str(caught.value)
+
+
+class _Claiming(str):
+    """An id, a tool name or a key that says it equals every string, and hashes as one."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str)
+
+    def __ne__(self, other: object) -> bool:
+        return False
+
+    def __hash__(self) -> int:
+        return hash(_Claiming.hashed_as)
+
+    def __str__(self) -> str:
+        return _Claiming.hashed_as
+
+    hashed_as = "s1"
+
+
+def test_an_id_that_says_it_equals_another_is_read_as_its_characters() -> None:
+    # "s9" said it was "s1": the dependency on a step no plan has resolved to s1, and s2
+    # ran after a step it never named.
+    steps = [
+        {"id": "s1", "tool": "create_webhook", "arguments": {"name": "a"}},
+        {
+            "id": "s2",
+            "tool": "create_webhook",
+            "arguments": {"name": "b"},
+            "depends_on": [_Claiming("s9")],
+        },
+    ]
+    with pytest.raises(PlanError, match="depends on 's9', which no step"):
+        normalize_plan(steps, _registry().view())
+
+
+def test_the_ids_and_the_tool_a_plan_holds_are_plain_strings() -> None:
+    steps = [
+        {"id": _Claiming("s1"), "tool": _Claiming("create_webhook"), "arguments": {"name": "a"}},
+        {
+            "id": "s2",
+            "tool": "create_webhook",
+            "arguments": {"name": "b"},
+            "depends_on": [_Claiming("s1")],
+        },
+    ]
+    plan = normalize_plan(steps, _registry().view())
+    held = [plan.steps[0].id, plan.steps[0].tool, *plan.steps[1].depends_on]
+    assert [(type(text), text) for text in held] == [
+        (str, "s1"),
+        (str, "create_webhook"),
+        (str, "s1"),
+    ]
+
+
+def test_a_key_that_says_it_is_a_known_key_is_refused_by_its_characters() -> None:
+    # "dependsOn" said it was "depends_on": the step passed the check of its keys, was
+    # read with no dependencies, and ran before the step it needs.
+    steps = [
+        {"id": "s1", "tool": "create_webhook", "arguments": {"name": "a"}},
+        {
+            "id": "s2",
+            "tool": "create_webhook",
+            "arguments": {"name": "b"},
+            _Claiming("dependsOn"): ["s1"],
+        },
+    ]
+    with pytest.raises(PlanError, match="'dependsOn'"):
+        normalize_plan(steps, _registry().view())

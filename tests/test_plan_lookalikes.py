@@ -121,18 +121,6 @@ def test_a_clipped_name_in_the_notice_never_ends_in_half_an_escape(tail: str) ->
 _INVISIBLE = ["\u200b", "\u200d", "\u2060", "\ufeff", "\u00ad", "\ufe0f", "\u034f", "\U000e0041"]
 
 
-@pytest.mark.parametrize("invisible", _INVISIBLE)
-def test_ids_that_differ_by_an_invisible_character_refuse_the_plan(invisible: str) -> None:
-    # NFKC keeps a zero-width space: "step_1" and "step_\u200b1" were two steps, and a
-    # reader of the plan saw two steps of one id.
-    steps = [
-        {"id": "step_1", "tool": "create_webhook", "arguments": {"name": "x"}},
-        {"id": f"step_{invisible}1", "tool": "create_webhook", "arguments": {"name": "y"}},
-    ]
-    with pytest.raises(PlanError, match="cannot tell them apart"):
-        normalize_plan(steps, _view())
-
-
 @settings(max_examples=100, deadline=None)
 @given(
     step_id=st.text(alphabet="abcxyz_019 ", min_size=1, max_size=10).filter(str.strip),
@@ -157,7 +145,8 @@ def test_an_id_a_reader_sees_as_another_refuses_the_plan(
         {"id": step_id, "tool": "create_webhook", "arguments": {"name": "x"}},
         {"id": twin, "tool": "create_webhook", "arguments": {"name": "y"}},
     ]
-    with pytest.raises(PlanError, match="cannot tell them apart"):
+    told = "holds the invisible character" if change in _INVISIBLE else "cannot tell them apart"
+    with pytest.raises(PlanError, match=told):
         normalize_plan(steps, _view())
 
 
@@ -198,14 +187,84 @@ DEFAULT_IGNORABLE_14 = (
 )
 
 
-def test_every_default_ignorable_character_is_folded_out_of_an_id() -> None:
+def test_every_default_ignorable_character_in_an_id_refuses_the_plan() -> None:
     points: list[str] = []
     for item in DEFAULT_IGNORABLE_14.split():
         first, _, last = item.partition("..")
         points.extend(chr(p) for p in range(int(first, 16), int(last or first, 16) + 1))
+    view = _view()
+    for point in points:
+        steps = [{"id": f"s{point}1", "tool": "create_webhook", "arguments": {"name": "y"}}]
+        with pytest.raises(PlanError, match=f"invisible character U\\+{ord(point):04X}"):
+            normalize_plan(steps, view)
+
+
+# --- invisible characters in ids and in placeholders -------------------------------------------
+
+
+@pytest.mark.parametrize("invisible", [*_INVISIBLE, "\u202e", "\u2066"])
+def test_an_id_holding_an_invisible_character_refuses_the_plan(invisible: str) -> None:
+    # A reader of the plan saw "step_1"; the id the other steps must name was another (and
+    # an id of invisible characters alone read as an empty one).
+    for step_id in (f"step_{invisible}1", invisible):
+        steps = [{"id": step_id, "tool": "create_webhook", "arguments": {"name": "x"}}]
+        with pytest.raises(PlanError, match="invisible") as raised:
+            normalize_plan(steps, _view())
+        message = str(raised.value)
+        assert ascii(step_id) in message
+        assert f"U+{ord(invisible):04X}" in message
+        assert "write the id without" in message
+
+
+def test_a_dependency_holding_an_invisible_character_is_shown_escaped() -> None:
+    # The dependency names no step; shown raw, the message read "depends on 'step_1', which
+    # no step has (ids: 'step_1')".
     steps = [
-        {"id": "s1", "tool": "create_webhook", "arguments": {"name": "x"}},
-        {"id": "s" + "".join(points) + "1", "tool": "create_webhook", "arguments": {"name": "y"}},
+        {"id": "step_1", "tool": "create_webhook", "arguments": {"name": "x"}},
+        {
+            "id": "step_2",
+            "tool": "create_webhook",
+            "arguments": {"name": "y"},
+            "depends_on": ["step_\ufe0f1"],
+        },
     ]
-    with pytest.raises(PlanError, match="cannot tell them apart"):
+    with pytest.raises(PlanError, match=re.escape("'step_\\ufe0f1'")):
         normalize_plan(steps, _view())
+
+
+@pytest.mark.parametrize(
+    "placeholder",
+    [
+        "$\u200b{step_4}",
+        "{step_4\u200b.output}",
+        "<step_4\u2060.id>",
+        "$step_4\u200d.output",
+        "$\ufeffstep_4.output",
+        "%\u200b(step_4)s",
+        "{\u200b{ step_4.output }\u200b}",
+        "$\U000e0041step_4.output",
+    ],
+)
+def test_a_placeholder_with_an_invisible_character_in_it_is_refused(placeholder: str) -> None:
+    # A reviewer saw "${step_4}" or "$step_4.output"; the search read the invisible
+    # character as text between the dollar and the path, and the tool got the placeholder.
+    steps = [
+        {"id": "step_4", "tool": "create_webhook", "arguments": {"name": "x"}},
+        {"id": "step_6", "tool": "create_webhook", "arguments": {"name": placeholder}},
+    ]
+    with pytest.raises(PlanError, match="refers to the output of step 'step_4'") as raised:
+        normalize_plan(steps, _view())
+    assert "invisible" in str(raised.value)
+
+
+def test_invisible_characters_in_text_without_a_placeholder_are_kept() -> None:
+    # A zero-width joiner inside an emoji, a non-joiner in Persian: text, kept as written.
+    family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"
+    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"
+    names = [family, persian]
+    steps = [
+        {"id": f"s{index}", "tool": "create_webhook", "arguments": {"name": name}}
+        for index, name in enumerate(names)
+    ]
+    plan = normalize_plan(steps, _view())
+    assert [step.arguments["name"] for step in plan.steps] == names

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from veridic import PlanError, Registry, ToolView, normalize_plan
@@ -140,6 +140,8 @@ def test_every_placeholder_naming_a_step_of_the_plan_is_refused(
             "arguments": {"username": "ann", "password": placeholder, "meta": {}},
         },
     ]
+    # A number alone is a template's own ({{1}}, the shell's ${1}): see the numbered tests.
+    assume(not (step_id.isdecimal() and not after))
     with pytest.raises(PlanError, match="never puts one step's output"):
         normalize_plan(steps, _view())
 
@@ -424,3 +426,80 @@ def test_a_shell_positional_parameter_is_text_when_steps_are_numbered(command: s
     plan = normalize_plan(steps, _view())
     assert plan.complete
     assert plan.steps[1].arguments["code"] == command
+
+
+# --- plans whose steps are numbered ----------------------------------------------------------
+
+
+def _numbered(text: str, first: int = 1) -> list[dict[str, Any]]:
+    return [
+        {"id": str(first), "tool": "create_snippet", "arguments": {"code": "x"}},
+        {"id": str(first + 1), "tool": "create_snippet", "arguments": {"code": text}},
+    ]
+
+
+@pytest.mark.parametrize("first", [0, 1])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{ items[1] }}",  # a template's list index
+        "{{ loop.index + 1 }}",
+        "Hello {{1}}, your order {{2}} ships today",  # WhatsApp's positional variables
+        "echo ${1} ${1:-none}",  # the shell's first argument
+        "${arr[1]} $args[1]",
+        "%(1)s and %(0)s",
+        "{x[1]} <row[0]> { x[0] }",
+        "costs $price.50 or $total.1",
+        "see step 1 and step 0",
+    ],
+)
+def test_a_number_that_is_an_index_or_a_template_variable_is_text_when_steps_are_numbered(
+    text: str, first: int
+) -> None:
+    # Steps "1", "2": every number in a placeholder named a step, so a list index, an
+    # arithmetic "+ 1" or a template's own {{1}} refused the plan.
+    plan = normalize_plan(_numbered(text, first), _view())
+    assert plan.complete
+    assert plan.steps[1].arguments["code"] == text
+
+
+@pytest.mark.parametrize("first", [0, 1])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{{ 1.output }}",
+        "{{1['value']}}",
+        "${1.result}",
+        "{1.output}",
+        "<1.output>",
+        "{{ steps[1].output }}",
+        "{{ steps.1.output }}",
+        "${ steps['1'].output }",
+        "$steps[1].output",
+        "$steps.1.output",
+        "{steps.1.output}",
+        "<steps.1.id>",
+        "{{ 1 | trim }}",
+        "<steps[1].id>",
+        "{{ outputs[1] }}",
+        "{{ results.1 }}",
+        "{{ step 1 }}",
+        "%(steps[1])s",
+    ],
+)
+def test_a_placeholder_naming_a_numbered_step_is_still_refused(text: str, first: int) -> None:
+    steps = _numbered(text, first)
+    if first == 0:  # the step named is "1" whether it is the first step or the second
+        steps[1]["arguments"]["code"] = "x"
+        steps.append({"id": "2", "tool": "create_snippet", "arguments": {"code": text}})
+    with pytest.raises(PlanError, match=r"refers to the output of step '1'"):
+        normalize_plan(steps, _view())
+
+
+def test_a_json_reference_to_a_numbered_step_is_refused() -> None:
+    for reference in ("#/steps/1/output", "1", "#/1/output"):
+        steps = _numbered("x")
+        steps[1]["tool"] = "create_user"
+        steps[1]["arguments"] = {"username": "a", "password": "b", "meta": {"$ref": reference}}
+        with pytest.raises(PlanError, match=r"refers to the output of step '1'"):
+            normalize_plan(steps, _view())

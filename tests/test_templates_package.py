@@ -88,3 +88,26 @@ def test_a_package_or_directory_that_is_not_text_is_refused(
 ) -> None:
     with pytest.raises(TemplateError, match=shown + r".*as text"):
         Templates.from_package(package, path)  # type: ignore[arg-type]  # what a careless caller passes
+
+
+def test_an_import_error_whose_class_and_message_lie_is_named_safely(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The class's name put a line of its own (a CI runner's command) in the message, and a
+    # __str__ that raises escaped from_package() instead of its TemplateError.
+    init = (
+        "class Boom(Exception):\n"
+        "    def __str__(self):\n"
+        "        raise KeyError('no message')\n"
+        "Boom.__name__ = 'Boom\\n::error::x' + 'y' * 1000\n"
+        "raise Boom()\n"
+    )
+    _package(tmp_path, "lying_pkg_f", init)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(TemplateError) as caught:
+        Templates.from_package("lying_pkg_f")
+    message = str(caught.value)
+    assert "\n" not in message  # the class's newline escaped: no line of its own
+    assert "its message could not be read" in message
+    assert len(message) < 1_000
+    assert type(caught.value.__cause__).__name__.startswith("Boom")

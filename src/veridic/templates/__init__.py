@@ -129,7 +129,7 @@ from jinja2 import Template as JinjaTemplate
 from jinja2.exceptions import TemplateSyntaxError
 from pydantic import BaseModel
 
-from veridic._sample import clip
+from veridic._sample import class_named, clip, cut_short, error_message
 from veridic._words import a_type
 from veridic.config import settings
 from veridic.errors import (
@@ -454,7 +454,7 @@ class Templates:
             problem = f"is not UTF-8 text ({error.reason} at byte {error.start})"
             fix = "save the file as UTF-8"
         else:
-            problem = f"cannot be read ({type(error).__name__}: {error.strerror or error})"
+            problem = f"cannot be read ({class_named(error)}: {_os_reason(error)})"
             fix = "check that it is a regular file the process may read, or restore it"
         return TemplateError(f"template {name!r}{used}, {where}, {problem}: {fix}")
 
@@ -536,11 +536,18 @@ def _package_loader(package: str, path: str) -> PackageLoader:
         ) from error
 
 
+def _os_reason(error: OSError) -> str:
+    """What the system said of a file it could not read (its ``strerror``), clipped: an
+    opener an application installed may raise an ``OSError`` of any message."""
+    reason = error.strerror if isinstance(error.strerror, str) else error_message(error)
+    return cut_short(reason, 200)
+
+
 def _import_failed(call: str, package: str, error: Exception) -> TemplateError:
     return TemplateError(
-        f"{call}: importing package {package!r} raised {type(error).__name__}: "
-        f"{clip(str(error))}; the package is there but its own import fails: fix that error "
-        "(its traceback is this error's cause), or install what it imports"
+        f"{call}: importing package {package!r} raised {class_named(error)}: "
+        f"{clip(error_message(error))}; the package is there but its own import fails: fix "
+        "that error (its traceback is this error's cause), or install what it imports"
     )
 
 

@@ -62,6 +62,7 @@ from jinja2.nodes import EvalContext
 from jinja2.sandbox import MAX_RANGE
 from jinja2.tests import TESTS
 
+from veridic._sample import clip
 from veridic._words import a_type
 from veridic.templates._budget import (
     LONGEST,
@@ -172,20 +173,25 @@ def _check_product(left: object, right: object) -> None:
 
 
 def _check_printf(text: str) -> None:
+    """Refuse a ``%`` format whose widths and precisions ask for more than the bound in
+    all: each field kept to it, ``"%(k)100000s"`` twenty times over one mapping's value
+    made two million characters (``str.format`` is bounded so too, in ``_format``)."""
+    asked = 0
     for match in _PRINTF.finditer(text):
         for given in match.groups():
             if given is None:
                 continue
             if given == "*":
                 raise SecurityError(
-                    f"the format {match.group()!r} takes its width or precision from the "
-                    "values (*): write it in the format, at most "
-                    f"{_LONGEST:,}"
+                    f"the format {clip(match.group(), 20)} takes its width or precision from "
+                    f"the values (*): write it in the format, at most {_LONGEST:,}"
                 )
-            if len(given) > 6 or int(given) > _LONGEST:
+            asked += int(given) if len(given) <= 6 else _LONGEST + 1
+            if asked > _LONGEST:
                 raise SecurityError(
-                    f"the format {match.group()[:20]!r} asks for a width or precision over "
-                    f"{_LONGEST:,}"
+                    f"the format {clip(match.group(), 20)} asks for a width or precision "
+                    f"over {_LONGEST:,} in all, with those of the fields before it: write "
+                    f"the format in the template, at most {_LONGEST:,} wide in all"
                 )
 
 

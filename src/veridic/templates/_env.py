@@ -89,6 +89,7 @@ from veridic.templates._runtime import (
     refuse_callable,
     stored_literal,
     template_line,
+    unwrapped,
 )
 from veridic.templates._written import (
     EXPRESSION,
@@ -501,6 +502,7 @@ class ProvenanceEnvironment(Environment):
         """
         if attribute in FORMATTERS and isinstance(obj, str):
             return checked_format(obj, attribute, instruction=self.kind == "instruction")
+        obj = unwrapped(obj)
         try:
             found = getattr(obj, attribute)
         except AttributeError:
@@ -515,6 +517,7 @@ class ProvenanceEnvironment(Environment):
     def getitem(self, obj: Any, argument: Any) -> Any:
         """``obj[argument]``, else attribute ``argument`` of ``obj`` (jinja2's rule), with
         the rules of :meth:`getattr`."""
+        obj = unwrapped(obj)
         found = self._item(obj, argument)
         if type(found) in _PLAIN or not self.hands_out:
             return found
@@ -613,6 +616,7 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
     def getattr(self, obj: Any, attribute: str) -> Any:
         """The sandbox's ``obj.attribute`` (it refuses ``.format``), with the check of
         what a value hands out (:meth:`ProvenanceEnvironment.getattr`)."""
+        obj = unwrapped(obj)
         found = SandboxedEnvironment.getattr(self, obj, attribute)
         if type(found) in _PLAIN or not self.hands_out or type(obj) in _CHECKED:
             return found

@@ -14,7 +14,8 @@ sandbox refuses ``.format`` whole (it has ``|format``).
 The ``%`` formats (``text % values``, ``|format``) read no attributes, but a width from
 outside (``"%2000000s"``) made two million characters: :func:`checked_printf` refuses a
 width or precision over 100,000, or one taken from the values (``*``), as the sandbox's
-``%`` does.
+``%`` does, and widths and precisions over 100,000 in all for the fields of one
+format (``"%(k)100000s"`` twenty times over one mapping's value).
 """
 
 from __future__ import annotations
@@ -74,7 +75,8 @@ def checked_printf(text: object) -> object:
     once its widths are checked (anything but text is given back as it is).
 
     Raises:
-        TemplateError: a width or precision over 100,000, or one given by ``*``.
+        TemplateError: a width or precision over 100,000 (in all, for the fields of one
+            format), or one given by ``*``.
     """
     if isinstance(text, str):
         try:

@@ -55,6 +55,7 @@ __all__ = [
     "SCALARS",
     "STORED_LITERALS",
     "TRUSTED",
+    "CheckedIterable",
     "Rendered",
     "concat",
     "cut",
@@ -68,6 +69,7 @@ __all__ = [
     "reported",
     "stored_literal",
     "template_line",
+    "unwrapped",
 ]
 
 TRUSTED: Final = type(mint("", "code", "veridic.templates"))
@@ -164,13 +166,15 @@ def handed_out(value: object, where: Callable[[], tuple[str, str]], doing: str) 
     The text need not be the value itself: a list, a dict, a ``NamedTuple`` holding it
     gave it to ``|first``, a loop or a format field, and ``|upper`` made plain text of
     it. A container is searched item by item; an iterator (a generator a method
-    returned) is given back as one that checks each item as the template takes it.
+    returned) is given back as one that checks each item as the template takes it, and
+    so is any other iterable (a class of the application's with ``__iter__``), in a
+    :class:`CheckedIterable`: searched now, a second pass could give other items.
     Untrusted text is refused as :func:`refuse_untrusted` says.
     """
     kind = type(value)
     if kind is UNTRUSTED:
         refuse_untrusted(cast("str", value), where, doing)
-    elif kind in SCALARS or isinstance(value, str):
+    elif kind in SCALARS or kind is CheckedIterable or isinstance(value, str):
         pass
     elif isinstance(value, _HOLDERS):
         held = _untrusted_in(value, set())
@@ -178,7 +182,68 @@ def handed_out(value: object, where: Callable[[], tuple[str, str]], doing: str) 
             refuse_untrusted(held, where, f"{doing} {article(kind.__name__)} holding")
     elif isinstance(value, Iterator):
         return _checking(value, where, doing)
+    elif isinstance(value, Iterable) and not isinstance(value, _INERT):
+        return CheckedIterable(value, where, f"{doing} {article(kind.__name__)} giving")
     return value
+
+
+_INERT: Final = (bytes, bytearray, memoryview, range, type)
+"""Iterables that give no text (bytes and ranges give numbers; a class, such as an
+``Enum``, gives its members, each checked where the template reads it), kept as they are:
+a class keeps the sandbox's rules for a class's attributes."""
+
+
+class CheckedIterable:
+    """An application's iterable handed to an instruction template: each item checked as
+    the template takes it (a loop, ``|first``, ``|join``, ``x[0]``), as an iterator's are.
+
+    Everything else is the value's own: its length, truth, text, equality, and its
+    attributes in Python code (an application's filter). The template's ``x.y`` and
+    ``x[k]`` read the value itself (:func:`unwrapped`), by the environment's rules for
+    it, and what they give is checked there.
+    """
+
+    __slots__ = ("_doing", "_value", "_where")
+
+    def __init__(
+        self, value: Iterable[object], where: Callable[[], tuple[str, str]], doing: str
+    ) -> None:
+        self._value, self._where, self._doing = value, where, doing
+
+    def __iter__(self) -> Iterator[object]:
+        return _checking(iter(self._value), self._where, self._doing)
+
+    def __getitem__(self, key: object) -> object:
+        return handed_out(self._value[key], self._where, self._doing)  # type: ignore[index]  # the value's own TypeError when it has no items
+
+    def __len__(self) -> int:
+        return len(self._value)  # type: ignore[arg-type]  # the value's own TypeError when it has no length
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._value
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __eq__(self, other: object) -> bool:
+        return bool(self._value == unwrapped(other))
+
+    def __hash__(self) -> int:
+        return hash(self._value)
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    def __repr__(self) -> str:
+        return repr(self._value)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._value, name)
+
+
+def unwrapped(value: object) -> object:
+    """The value a :class:`CheckedIterable` holds, or ``value`` itself."""
+    return value._value if type(value) is CheckedIterable else value
 
 
 def _untrusted_in(value: object, seen: set[int]) -> str | None:

@@ -66,13 +66,24 @@ the rest. A placeholder that names no step of the plan (GitHub's ``${{
 steps.build.outputs.sha }}``), prose that mentions one ("after step 4"), and a
 JSONPath (``$.steps.step_4.output``: a query a tool runs on a document it reads, its
 ``$`` that document's root) are text. Ids are compared as a reader sees them (see
-below), so ``{{ STEP_4 }}`` names ``step_4``.
+below), so ``{{ STEP_4 }}`` names ``step_4``, and a placeholder is read as a reviewer
+sees it, without its invisible characters (``$\\u200bstep_4.output`` is
+``$step_4.output``). When steps are numbered (``"1"``, ``"2"``), a number names a step
+only in a step's place: first, with an accessor or a filter after it
+(``{{ 1.output }}``), or after ``step``, ``steps``, ``output``, ``outputs``, ``result``
+or ``results`` (``{{ steps[1].output }}``); a list index (``{{ items[1] }}``), arithmetic and a
+template's own positional variable (``{{1}}``, the shell's ``${1}``) are text.
+
+A step id holding an invisible character (zero-width spaces and joiners, soft
+hyphens, variation selectors, bidi controls, tags: the Unicode default-ignorable
+code points) is refused: a reader sees ``step_\\u200b1`` as ``step_1``, which no other
+step can name it by. Ids, tool names, dependencies and keys are read as the plain
+``str`` of their characters (a subclass's ``__eq__`` or ``__hash__`` could say
+otherwise).
 
 Step ids a reader cannot tell apart are refused (a :class:`~veridic.PlanError`):
-ids equal once their Unicode compatibility form (NFKC), case, invisible
-characters (zero-width spaces and joiners, soft hyphens, variation selectors: the
-Unicode default-ignorable code points) and runs of spaces are folded, such as
-``step_1`` and ``step_\\uff11`` (a fullwidth one) or ``step_\\u200b1``. Ids that
+ids equal once their Unicode compatibility form (NFKC), case and runs of spaces are
+folded, such as ``step_1`` and ``step_\\uff11`` (a fullwidth one). Ids that
 differ only by letters of other scripts that look alike (a Cyrillic ``\\u04551``
 next to ``s1``) take a confusables table to tell, which veridic does not carry:
 they are kept as separate steps, and every notice shows an id outside ASCII
@@ -367,8 +378,8 @@ def normalize_plan(
             deeper than 200 levels, has an argument (or a key of one) that refers
             to another step's output in a placeholder (``{{ step_4.output }}``,
             ``$step_4.output``; the message names the step, the argument's path
-            and the step named), or has two step ids a reader cannot tell apart
-            (see the module's docs). The
+            and the step named), has a step id holding an invisible character, or
+            has two step ids a reader cannot tell apart (see the module's docs). The
             message quotes ids clipped, and at most ten of them (a long cycle
             by its ends and its length).
         IncompletePlanError: ``strict`` is true and a step was removed; its
@@ -478,6 +489,7 @@ def _step(index: int, raw: object) -> PlanStep:
             f"plan step #{index} has id {quoted(step_id)}: every step needs a non-empty string "
             'id, e.g. "step_1", so that other steps can depend on it'
         )
+    step_id = _visible_id(index, _plain(step_id))
     tool = raw.get("tool")
     if not isinstance(tool, str) or not tool.strip():
         raise PlanError(
@@ -485,7 +497,31 @@ def _step(index: int, raw: object) -> PlanStep:
             "calls as a non-empty string"
         )
     arguments = _arguments(index, step_id, raw.get("arguments"))
-    return PlanStep(step_id, tool, arguments, _needs(index, step_id, raw.get("depends_on")))
+    needs = _needs(index, step_id, raw.get("depends_on"))
+    return PlanStep(step_id, _plain(tool), arguments, needs)
+
+
+def _visible_id(index: int, step_id: str) -> str:
+    """``step_id``, once it holds no invisible character (:data:`_INVISIBLE`).
+
+    A reader of the plan sees ``"step_\u200b1"`` as ``step_1``, and an id of invisible
+    characters alone as no id; a bidi control turns the text after it around. The other
+    steps must name the id with the character, which nobody reading the plan can write.
+    """
+    hidden = _INVISIBLE.search(step_id)
+    if hidden is None:
+        return step_id
+    raise PlanError(
+        f"plan step #{index} has id {_plainly(step_id)}, which holds the invisible character "
+        f"{_code_point(hidden.group())}: a reader of the plan sees an id the other steps "
+        "cannot name by what they see; write the id without invisible characters"
+    )
+
+
+def _code_point(character: str) -> str:
+    """``U+200B ZERO WIDTH SPACE``: a character a message cannot show by itself."""
+    name = unicodedata.name(character, "")
+    return f"U+{ord(character):04X}" + (f" {name}" if name else "")
 
 
 def _where(index: int, step_id: str) -> str:
@@ -498,12 +534,14 @@ def _id(step_id: str) -> str:
     A plan's errors go back to the model that wrote it, and into logs: an id
     of 100,000 characters must not make them as long.
     """
-    return clip(step_id, 40)
+    return _plainly(step_id, 40) if _INVISIBLE.search(step_id) else clip(step_id, 40)
 
 
 def _check_keys(index: int, raw: Mapping[object, object]) -> None:
     """Refuse a step with a key veridic does not know: read as absent, it would change the plan."""
-    unknown = [key for key in raw if not (isinstance(key, str) and key in _KEYS)]
+    # A key is read by its characters: a str subclass saying it equals "depends_on" passed
+    # here, and raw.get("depends_on") then found no dependencies.
+    unknown = [key for key in raw if not (isinstance(key, str) and _plain(key) in _KEYS)]
     if not unknown:
         return
     step_id = raw.get("id")
@@ -524,9 +562,10 @@ def _check_keys(index: int, raw: Mapping[object, object]) -> None:
 
 
 def _unknown_key(key: object) -> str:
-    shown = quoted(key, 40)
     if not isinstance(key, str):
-        return shown
+        return quoted(key, 40)
+    key = _plain(key)
+    shown = quoted(key, 40)
     nearest = _nearest_key(key)
     return f"{shown} (did you mean {nearest!r}?)" if nearest else shown
 
@@ -645,7 +684,9 @@ def _needs(index: int, step_id: str, needs: object) -> tuple[str, ...]:
         raise PlanError(
             f"{_where(index, step_id)} has depends_on {quoted(needs)}: the ids must be strings"
         )
-    return tuple(dict.fromkeys(needs))
+    # Each id as its characters: a str subclass's own __eq__ and __hash__ made a dependency
+    # on no step of the plan resolve to another.
+    return tuple(dict.fromkeys(map(_plain, needs)))
 
 
 def _check_graph(plan: tuple[PlanStep, ...]) -> None:
@@ -662,7 +703,7 @@ def _check_graph(plan: tuple[PlanStep, ...]) -> None:
         if other != step.id:
             raise PlanError(
                 f"plan step ids {_plainly(other)} and {_plainly(step.id)} differ only in case, "
-                "spacing, invisible characters or Unicode form, so a reader of the plan or of "
+                "spacing or Unicode form, so a reader of the plan or of "
                 "its notice cannot tell them apart: give each step an id that differs plainly"
             )
     for step in plan:
@@ -691,8 +732,11 @@ _PLACEHOLDERS: Final = (("{{", "}}"), ("${", "}"), ("%(", ")"))
 # one accessor after it (``step_4.output``, ``steps['step_4'].result``), and the innermost
 # opener before the closer starts it (JSON nests braces).
 _PATHED: Final = (("{", "}"), ("<", ">"))
-# A dotted part starts with a letter or "_", so a number (``$1.50``) is no path.
-_ACCESSOR: Final = r"(?:\.{s}[^\W\d][\w-]*|\[{s}(?:'[^']*'|\"[^\"]*\"|[\w-]+){s}\])"
+# A dotted part starts with a letter or "_", so a number (``$1.50``) is no path; a number
+# is a part only with another accessor after it (``steps.1.output``, a numbered step).
+_ACCESSOR: Final = (
+    r"(?:\.{s}(?:[^\W\d][\w-]*|\d+(?={s}[.\[]))|\[{s}(?:'[^']*'|\"[^\"]*\"|[\w-]+){s}\])"
+)
 _PATH: Final = re.compile(r"\s*[\w-]+(?:\s*" + _ACCESSOR.format(s=r"\s*") + r")+\s*")
 # ``$step_4.output``: a dollar and a path right after it, without spaces. A bare ``$step_4`` is
 # not one: SQL and shell arguments write ``$1`` and ``$name`` for their own parameters. The path
@@ -719,10 +763,17 @@ def _check_references(plan: tuple[PlanStep, ...]) -> None:
     ids = {_look(step.id): step.id for step in plan}
     for index, step in enumerate(plan):
         for where, text, pointer in _strings(step.arguments, "arguments"):
-            named = _named_step([text] if pointer else _placeholders(text), ids)
+            # Read as a reviewer sees it: "$\u200bstep_4.output" is "$step_4.output" to them.
+            seen = _INVISIBLE.sub("", text)
+            named = (
+                _named_step([seen], ids, every_number=True)
+                if pointer
+                else _named_step(_placeholders(seen), ids, every_number=False)
+            )
             if named is not None:
+                read = ", read without its invisible characters" if seen != text else ""
                 raise PlanError(
-                    f"{_where(index, step.id)} has {where}, which refers to "
+                    f"{_where(index, step.id)} has {where}{read}, which refers to "
                     f"the output of step {_id(named)}: veridic runs each step with its "
                     "arguments as written and never puts one step's output into another's "
                     "arguments, so the tool would get this text itself. Plan only steps whose "
@@ -780,7 +831,9 @@ def _dollar_paths(text: str) -> Iterator[str]:
         start = following
 
 
-def _named_step(insides: Iterable[str], ids: Mapping[str, str]) -> str | None:
+def _named_step(
+    insides: Iterable[str], ids: Mapping[str, str], *, every_number: bool
+) -> str | None:
     """The id of the first plan step a placeholder's text (each of ``insides``) names,
     compared as a reader sees ids (case, spacing, invisible characters and Unicode form
     folded); ``None`` when none does.
@@ -789,24 +842,47 @@ def _named_step(insides: Iterable[str], ids: Mapping[str, str]) -> str | None:
     string in it (``{{ steps['step 4'].output }}``) or by a part between dots, brackets,
     slashes, pipes, parentheses and commas (``${step 4.result}``, ``#/steps/step 4``):
     each found in one pass over the text, so a plan of thousands of ids and placeholders
-    costs no search per id.
+    costs no search per id. A number names a step only in a step's place (see
+    :func:`_candidates`), unless ``every_number`` (a JSON reference, which points at a
+    value by what it is).
     """
     for inside in insides:
-        candidates = _candidates(_look(inside))
+        candidates = _candidates(_look(inside), every_number=every_number)
         if ids.keys() & candidates:  # one set operation; the loop only names the first
             return next(ids[candidate] for candidate in candidates if candidate in ids)
     return None
 
 
-def _candidates(inside: str) -> list[str]:
-    """The words, the quoted strings and the parts of a placeholder's (folded) text."""
+def _candidates(inside: str, *, every_number: bool) -> list[str]:
+    """The words, the quoted strings and the parts of a placeholder's (folded) text.
+
+    Unless ``every_number``, a number is one only in a step's place: first, with an
+    accessor or a filter after it (``1.output``, ``1['id']``, ``1 | trim``), or after a
+    word that stands for the plan's steps or their outputs (``steps[1]``, ``steps.1``,
+    ``outputs[1]``, ``step 1``).
+    Anywhere else it is the text's own: a list index (``{{ items[1] }}``, ``$args[1]``),
+    arithmetic (``{{ loop.index + 1 }}``), a template's positional variable (WhatsApp's
+    ``{{1}}``, ``%(1)s``) or the shell's first argument (``${1}``), which refused every
+    plan whose steps are numbered.
+    """
     quoted = [found.group(2).strip() for found in _QUOTED.finditer(inside)]
     parts = [part.strip().strip("'\"").strip() for part in _PARTS.split(inside)]
-    return [*_TOKEN.findall(inside), *quoted, *parts]
+    found = [*_TOKEN.findall(inside), *quoted, *parts]
+    if every_number:
+        return found
+    placed = {number.group(1) for number in _STEP_NUMBER.finditer(inside)}
+    placed.update(number.group(1) for number in _ROOT_NUMBER.finditer(inside))
+    return [candidate for candidate in found if not candidate.isdecimal() or candidate in placed]
 
 
 _QUOTED: Final = re.compile(r"(['\"])(.*?)\1", re.DOTALL)
 _PARTS: Final = re.compile(r"[.\[\]|(),/#]")
+# A number in a step's place (text folded by _look, so lower case): first, before an accessor;
+# or after a word for the plan's steps or outputs, and a dot, a slash, a bracket or a space.
+_ROOT_NUMBER: Final = re.compile(r"^[\s#/]*(\d+)\s*[.\[/|]")
+_STEP_NUMBER: Final = re.compile(
+    r"(?<![\w-])(?:steps?|outputs?|results?)\s*(?:[./]\s*|\[\s*['\"]?\s*)?(\d+)"
+)
 
 
 def _strings(value: object, path: str, pointer: bool = False) -> Iterator[tuple[str, str, bool]]:
