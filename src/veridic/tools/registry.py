@@ -517,10 +517,10 @@ class Registry:
         and runs the checks of components whose ``recheck`` says they are due.
 
         A view is immutable, and a view without predicates (or ``Deny(when=...)``
-        filters) depends only on its filters and the registry, so the same
-        filters over an unchanged registry give back the same view object,
-        without building it again. A view with predicates is built each time
-        (a predicate may answer differently, a licence may lapse); its tool
+        filters, or filters of a ``Deny`` subclass) depends only on its filters and
+        the registry, so the same filters over an unchanged registry give back the
+        same view object, without building it again. A view with predicates is built
+        each time (a predicate may answer differently, a licence may lapse); its tool
         lists and digest are still shared with every view of the same tools.
         So is every view of a registry with a ``recheck="view"`` component;
         a component's change of state empties the cache.
@@ -922,14 +922,16 @@ def _view_key(
 ) -> Hashable | None:
     """What a view depends on besides the registry, or ``None`` when it must be built anew.
 
-    ``None`` for predicates and ``Deny(when=...)`` filters: their answers may change.
+    ``None`` for predicates, ``Deny(when=...)`` filters and filters of a ``Deny`` subclass:
+    their answers may change, and a subclass's ``matches`` decides more than its fields say
+    (two subclasses with the same names and reason deny different tools).
     """
     if predicates:
         return None
     denied: list[Hashable] = []
     for item in deny:
         if isinstance(item, Deny):
-            if item.when is not None:
+            if type(item) is not Deny or item.when is not None:
                 return None
             denied.append((item.names, item.reason, item.tombstone))
         else:
