@@ -740,11 +740,12 @@ class Registry:
 
         def register(function: F) -> F:
             tool_name = name or getattr(function, "__name__", None)
-            where = f"{tool_name!r} ({_origin_of(function)})"  # file:line, as at boot
+            # file:line, as at boot; the name quoted clipped: a __name__ may be any length.
+            where = f"{quoted(tool_name)} ({_origin_of(function)})"
             if not callable(function):
                 raise VeridicError(
-                    f"@tool was applied to {function!r}, which is not callable: decorate the "
-                    "function that implements the tool"
+                    f"@tool was applied to {quoted(function)}, which is not callable: decorate "
+                    "the function that implements the tool"
                 )
             options = ToolOptions.check(
                 where, kind, risk, irreversible, written, name, description, role_set, hints
@@ -755,6 +756,14 @@ class Registry:
                 "write the tool's name in code; a tool named from outside is "
                 "registry.external(..., pin=...)",
             )
+            if name is None:
+                # The capability section prints the name as the application's own words.
+                refuse_untrusted(
+                    tool_name,
+                    f"the tool {where} named by its function's __name__",
+                    "name the tool in code with name=...; a tool named from outside is "
+                    "registry.external(..., pin=...)",
+                )
             checked = check_tool_name(tool_name, where)
             # What the model is shown is read now, once: a docstring changed later is not seen.
             text = FunctionText.read(function, checked, described=description is not None)
