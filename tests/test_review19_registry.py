@@ -398,3 +398,18 @@ def test_a_wrapped_tool_keeps_the_name_of_the_function_it_wraps() -> None:
     view = registry.view()
     assert "lookup" in view.names()
     assert "- lookup (query" in view.capability_section()
+
+
+def test_an_external_tool_refused_for_its_declaration_quotes_its_name_clipped() -> None:
+    # The name is a server's (an MCP listing, an OpenAPI document): any length.
+    with pytest.raises(VeridicError) as raised:
+        Registry().external(
+            name="search_" + "x" * 5_000,
+            description="Search the web.",
+            input_schema={"type": "object", "properties": {}},
+            handler=lambda arguments: "",
+            kind="read",  # type: ignore[arg-type]  # a kind that is not one, on purpose
+        )
+    message = str(raised.value)
+    assert "kind='read'" in message
+    assert len(message) < 1_000, message[:300]
