@@ -788,7 +788,8 @@ class Registry:
         unavailable: TrustedText | None = None,
         hints: ToolHints | None = None,
     ) -> None:
-        where = f"{name!r} (external, from {source})"
+        # The name is the spec's (a server's listing): quoted clipped, as check_tool_name does.
+        where = f"{quoted(name)} (external, from {source})"
         options = ToolOptions.check(where, kind, risk, irreversible, (), name, None, roles, hints)
         built = external_tool(
             name=name,
