@@ -413,3 +413,10 @@ def test_an_external_tool_refused_for_its_declaration_quotes_its_name_clipped() 
     message = str(raised.value)
     assert "kind='read'" in message
     assert len(message) < 1_000, message[:300]
+
+
+def test_an_empty_name_is_refused_not_replaced_by_the_functions() -> None:
+    registry = Registry()
+    with pytest.raises(VeridicError, match="is not a valid tool name"):
+        registry.tool(kind="query", name="")(_handler())
+    assert registry.names() == frozenset()
