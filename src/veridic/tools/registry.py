@@ -739,7 +739,7 @@ class Registry:
         localns = dict(caller.f_locals) if caller.f_code.co_name != "<module>" else None
 
         def register(function: F) -> F:
-            tool_name = name or getattr(function, "__name__", None)
+            tool_name = name if name is not None else getattr(function, "__name__", None)
             # file:line, as at boot; the name quoted clipped: a __name__ may be any length.
             where = f"{quoted(tool_name)} ({_origin_of(function)})"
             if not callable(function):
