@@ -26,6 +26,8 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Final
 
+from veridic.text.fence import _INVISIBLE_CHAR
+
 __all__ = [
     "GapCode",
     "backticked_names",
@@ -124,8 +126,18 @@ _FIRST_WORD: Final = re.compile(r"[\W_]*([^\W_]+)\s*(:?)")
 
 
 def description_problem(name: str, text: str | None) -> GapCode | None:
-    """Why ``text`` is not a real description of tool ``name``, or ``None`` when it is."""
-    if text is None or not text.strip():
+    """Why ``text`` is not a real description of tool ``name``, or ``None`` when it is.
+
+    Judged by what a reader sees of it: a description of characters nobody sees (the
+    Hangul fillers, which are letters to a regular expression, the braille blank,
+    zero-width and other format characters) is missing, and ``T\u200bO\u200bD\u200bO``
+    is the placeholder it reads as. The capability section writes such characters as
+    codes (``⟦3164⟧``), which tell the model nothing about the tool.
+    """
+    if text is None:
+        return GapCode.MISSING_DESCRIPTION
+    text = _seen_only(text)
+    if not text.strip():
         return GapCode.MISSING_DESCRIPTION
     words = _WORDS.findall(text.casefold())
     if _starts_with_placeholder(text, len(words)) or " ".join(words) in _PLACEHOLDER_TEXTS:
@@ -133,6 +145,18 @@ def description_problem(name: str, text: str | None) -> GapCode | None:
     if "".join(words) == "".join(_WORDS.findall(name.casefold())):
         return GapCode.DESCRIPTION_IS_NAME
     return None
+
+
+def _seen_only(text: str) -> str:
+    """``text`` without the characters a reader does not see: those not printable (but
+    whitespace) and the printable ones drawn as nothing (see ``veridic.text.fence``)."""
+    if _INVISIBLE_CHAR.search(text) is None and "".join(text.split()).isprintable():
+        return text  # the usual case, at C speed
+    return "".join(
+        char
+        for char in text
+        if char.isspace() or (char.isprintable() and _INVISIBLE_CHAR.match(char) is None)
+    )
 
 
 def _starts_with_placeholder(text: str, word_count: int) -> bool:

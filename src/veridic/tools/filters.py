@@ -15,7 +15,10 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
+from veridic._sample import quoted
+from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.text.provenance import TrustedText, refuse_untrusted
 from veridic.tools._descriptions import one_line
@@ -66,9 +69,7 @@ class Deny:
         when: Predicate | None = None,
     ) -> None:
         refuse_untrusted(reason, "Deny(reason=...)", "write the reason in code")
-        if isinstance(names, str):
-            names = (names,)
-        object.__setattr__(self, "names", frozenset(names))
+        object.__setattr__(self, "names", _names(names))
         object.__setattr__(self, "reason", one_line(reason) or "denied by policy")
         object.__setattr__(self, "tombstone", bool(tombstone))
         object.__setattr__(self, "when", when)
@@ -87,6 +88,22 @@ class Deny:
         return (
             denied if isinstance(denied, bool) else _read(denied, self.when, tool, "Deny(when={})")
         )
+
+
+def _names(names: object) -> frozenset[str]:
+    """The tool names a :class:`Deny` lists, refusing what is not one (a ``Deny(3)`` was a
+    bare ``TypeError``, ``'int' object is not iterable``)."""
+    listed = (
+        tuple(names) if isinstance(names, Iterable) and not isinstance(names, str) else (names,)
+    )
+    for name in listed:
+        if not isinstance(name, str):
+            raise VeridicError(
+                f"Deny() got {quoted(name)}, {a_type(name)}, where a tool name goes: pass the "
+                'names of the tools it denies, e.g. Deny({"delete_user"}, reason=...), and '
+                "when=... for a rule over tools"
+            )
+    return frozenset(cast("tuple[str, ...]", listed))
 
 
 def _unavailable(tool: Tool, components: Mapping[str, ComponentState]) -> ToolStatus | None:

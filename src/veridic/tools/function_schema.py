@@ -158,7 +158,10 @@ def _shared_model(
     # Shared by signature, but not across instruction fields: validating one mints
     # text whose origin names the model's title, which must be this tool's.
     try:
-        key: Hashable = tuple((n, *field) for n, field in fields.items())
+        key: Hashable = tuple(
+            (n, annotation, _kind_tagged(default), doc)
+            for n, (annotation, default, doc) in fields.items()
+        )
         hash(key)
     except TypeError:  # a default such as a list: built for this tool alone
         key = None
@@ -178,6 +181,24 @@ def _shared_model(
             _MODELS.clear()
         _MODELS[key] = (model, schema, mints)
     return model, schema
+
+
+def _kind_tagged(default: object) -> object:
+    """``default`` as a key that tells apart what JSON and the handler tell apart.
+
+    ``1``, ``1.0`` and ``True`` are one key to a dict, and so are ``0.0`` and ``-0.0``:
+    a tool whose default was ``1`` shared the model of one whose default was ``1.0``,
+    so its schema showed the other's default and its handler got it. So each value is
+    keyed with its type (a float by the text JSON writes of it), in tuples and
+    frozensets too.
+    """
+    if isinstance(default, tuple):
+        return (type(default), tuple(map(_kind_tagged, default)))
+    if isinstance(default, frozenset):
+        return (type(default), frozenset(map(_kind_tagged, default)))
+    if isinstance(default, float):
+        return (type(default), float.__repr__(default))
+    return (type(default), default)
 
 
 _MODELS: dict[Hashable, tuple[type[BaseModel], JsonObject, bool]] = {}

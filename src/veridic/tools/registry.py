@@ -517,10 +517,10 @@ class Registry:
         and runs the checks of components whose ``recheck`` says they are due.
 
         A view is immutable, and a view without predicates (or ``Deny(when=...)``
-        filters) depends only on its filters and the registry, so the same
-        filters over an unchanged registry give back the same view object,
-        without building it again. A view with predicates is built each time
-        (a predicate may answer differently, a licence may lapse); its tool
+        filters, or filters of a ``Deny`` subclass) depends only on its filters and
+        the registry, so the same filters over an unchanged registry give back the
+        same view object, without building it again. A view with predicates is built
+        each time (a predicate may answer differently, a licence may lapse); its tool
         lists and digest are still shared with every view of the same tools.
         So is every view of a registry with a ``recheck="view"`` component;
         a component's change of state empties the cache.
@@ -739,12 +739,13 @@ class Registry:
         localns = dict(caller.f_locals) if caller.f_code.co_name != "<module>" else None
 
         def register(function: F) -> F:
-            tool_name = name or getattr(function, "__name__", None)
-            where = f"{tool_name!r} ({_origin_of(function)})"  # file:line, as at boot
+            tool_name = name if name is not None else getattr(function, "__name__", None)
+            # file:line, as at boot; the name quoted clipped: a __name__ may be any length.
+            where = f"{quoted(tool_name)} ({_origin_of(function)})"
             if not callable(function):
                 raise VeridicError(
-                    f"@tool was applied to {function!r}, which is not callable: decorate the "
-                    "function that implements the tool"
+                    f"@tool was applied to {quoted(function)}, which is not callable: decorate "
+                    "the function that implements the tool"
                 )
             options = ToolOptions.check(
                 where, kind, risk, irreversible, written, name, description, role_set, hints
@@ -755,6 +756,14 @@ class Registry:
                 "write the tool's name in code; a tool named from outside is "
                 "registry.external(..., pin=...)",
             )
+            if name is None:
+                # The capability section prints the name as the application's own words.
+                refuse_untrusted(
+                    tool_name,
+                    f"the tool {where} named by its function's __name__",
+                    "name the tool in code with name=...; a tool named from outside is "
+                    "registry.external(..., pin=...)",
+                )
             checked = check_tool_name(tool_name, where)
             # What the model is shown is read now, once: a docstring changed later is not seen.
             text = FunctionText.read(function, checked, described=description is not None)
@@ -779,7 +788,8 @@ class Registry:
         unavailable: TrustedText | None = None,
         hints: ToolHints | None = None,
     ) -> None:
-        where = f"{name!r} (external, from {source})"
+        # The name is the spec's (a server's listing): quoted clipped, as check_tool_name does.
+        where = f"{quoted(name)} (external, from {source})"
         options = ToolOptions.check(where, kind, risk, irreversible, (), name, None, roles, hints)
         built = external_tool(
             name=name,
@@ -922,14 +932,16 @@ def _view_key(
 ) -> Hashable | None:
     """What a view depends on besides the registry, or ``None`` when it must be built anew.
 
-    ``None`` for predicates and ``Deny(when=...)`` filters: their answers may change.
+    ``None`` for predicates, ``Deny(when=...)`` filters and filters of a ``Deny`` subclass:
+    their answers may change, and a subclass's ``matches`` decides more than its fields say
+    (two subclasses with the same names and reason deny different tools).
     """
     if predicates:
         return None
     denied: list[Hashable] = []
     for item in deny:
         if isinstance(item, Deny):
-            if item.when is not None:
+            if type(item) is not Deny or item.when is not None:
                 return None
             denied.append((item.names, item.reason, item.tombstone))
         else:

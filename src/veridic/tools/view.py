@@ -75,6 +75,7 @@ from weakref import WeakValueDictionary
 from veridic import _json_object
 from veridic._counted import counted
 from veridic._sample import clip, quoted
+from veridic._words import a_type
 from veridic.errors import (
     InvalidArgumentsError,
     ToolCouplingError,
@@ -816,6 +817,13 @@ def build_view(
     allowed = None if allow is None else frozenset(_known(allow, registered, "allow"))
     # A lone name or filter is taken as one item, not as the characters of a string.
     deny_items = (deny,) if isinstance(deny, str | Deny) else tuple(deny)
+    for item in deny_items:
+        if not isinstance(item, str | Deny | Iterable):
+            raise VeridicError(
+                f"the view's deny filter got {quoted(item)}, {a_type(item)}, where a tool name "
+                'goes: list tool names or Deny filters, e.g. deny=["delete_user", '
+                "Deny(when=..., reason=...)]"
+            )
     denials = tuple(
         d if isinstance(d, Deny) else Deny(d, reason="named in the view's deny list")
         for d in deny_items
@@ -829,7 +837,7 @@ def build_view(
                 "or build the view with schema_tool=False to leave it out of all three "
                 "projections"
             )
-    view_roles = frozenset((roles,) if isinstance(roles, str) else roles)
+    view_roles = _role_set(roles, origin)
     keep = (predicates,) if callable(predicates) else tuple(predicates)
     deny_first = _Denials(denials)
     exposed: list[Tool] = []
@@ -908,19 +916,41 @@ def check_view_options(
 
 
 def _known(names: Iterable[str], registered: set[str], where: str) -> Iterable[str]:
+    """``names``, each a registered tool's name; the name quoted clipped when it is not
+    (a filter may be read from a request or a configuration file)."""
     listed = [names] if isinstance(names, str) else list(names)
     for name in listed:
+        if not isinstance(name, str):
+            raise VeridicError(
+                f"the view's {where} filter got {quoted(name)}, {a_type(name)}, where a tool "
+                'name goes: list the tools by their names, e.g. allow=["search_orders"]'
+            )
         if name not in registered:
             suggested = NameIndex(registered).close_matches(name, _SUGGESTED, _CUTOFF)
             nearest = ", ".join(suggested) or "none"
             raise UnknownToolError(
-                f"the view's {where} filter names {name!r}, which no tool was registered under "
-                f"(nearest: {nearest}): fix the name; a typo in a filter silently changes "
+                f"the view's {where} filter names {clip(name)}, which no tool was registered "
+                f"under (nearest: {nearest}): fix the name; a typo in a filter silently changes "
                 "what the model can do",
                 name=name,
                 suggestions=tuple(suggested),
             )
     return listed
+
+
+def _role_set(roles: Iterable[str], origin: str) -> frozenset[str]:
+    """The roles of a view, refusing one that cannot be a role (a dict, a list), which
+    ``frozenset`` refused with a bare ``unhashable type``."""
+    listed = (roles,) if isinstance(roles, str) else tuple(roles)
+    for role in listed:
+        try:
+            hash(role)
+        except TypeError:
+            raise VeridicError(
+                f"{origin} got the role {quoted(role)}, {a_type(role)}: a role is a name "
+                'compared with the roles tools declare, e.g. roles=["admin"]'
+            ) from None
+    return frozenset(listed)
 
 
 def _not_riskier(name: str, matches: list[str], tools: Mapping[str, Tool]) -> tuple[str, ...]:
