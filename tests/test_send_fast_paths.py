@@ -666,9 +666,10 @@ def test_a_client_method_redefined_in_place_after_a_send_is_read_as_it_is_now() 
         ],
     }
     server = FakeServer(http_module("openai"), [("json", answer)] * 2)
-    adapter = OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test")
+    client: Any = server.client(openai, "OpenAI")
+    adapter = OpenAIChat(client, model="gpt-test")
     gateway = ModelGateway(adapter, audit=SQLiteAuditSink(":memory:"))
-    real = adapter.client.chat.completions.create
+    real = client.chat.completions.create
 
     def create(**request: Any) -> Any:
         return real(**request)
@@ -676,7 +677,7 @@ def test_a_client_method_redefined_in_place_after_a_send_is_read_as_it_is_now() 
     async def redefined(**request: Any) -> Any:
         return real(**request)
 
-    adapter.client.chat.completions.create = create
+    client.chat.completions.create = create
     gateway.send(_prompt(), _view(), request_id="req-before")
     create.__code__ = redefined.__code__
     assert adapter.is_async
