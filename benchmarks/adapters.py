@@ -18,10 +18,13 @@ Contenders, each one model call on the same request:
 The messages sent on are checked identical in every contender before anything is timed.
 
 The Agents SDK's check of a replayed history, the same 200 answers as the items of a run of
-these tools (``result.to_input_list()``): the SDK asks each tool's ``is_enabled`` on every
-turn, and veridic's reads every input item there, each tool result known by digest (the
-tools that wrote it) or rendered again (another process's tools). Both must let the run's
-own history through before anything is timed.
+these tools (``result.to_input_list()``), for an agent of 30 tools: the SDK asks each tool's
+``is_enabled`` on every turn, with the same input, and veridic's reads every input item
+there, each tool result known by digest (the tools that wrote it) or rendered again (another
+process's tools). One tool's check is the floor; a turn asks all 30, the first of them reads
+the input and the others find it unchanged (a turn cost 30 checks before, 2026-12-08). Every
+timed call gets an input no check saw (the next turn's), and every contender must let the
+run's own history through before anything is timed.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from veridic import ApprovalPolicy, Registry, SQLiteAuditSink, instruction
 
 ANSWERS = 200
 SIZE = 2_000
+TOOLS = 30
 
 
 def _document(query: str) -> str:
@@ -159,39 +163,34 @@ def _openai_agents(report: h.Report, folder: Path) -> None:
     """The Agents SDK's check of a replayed history: each tool's ``is_enabled`` reads every
     item of the run's input (the SDK asks it of every tool on every turn), a
     ``function_call_output`` by the digest of the block these tools wrote, or rendered again
-    when another process wrote it."""
-    import asyncio
+    when another process wrote it. Each timed call is given an input no check saw before (the
+    next turn's: a user item more), so the input is read, not known from an earlier call."""
+    from agents import Agent
 
-    from agents import Agent, RunContextWrapper, Runner, TResponseInputItem
-
-    from veridic.integrations.openai_agents import function_tools, instructions
-
-    registry = Registry("bench-agents")
-    registry.tool(kind="query")(search)
-    view = registry.view()
-    told = instructions(view, instruction("You answer from the knowledge base."))
-    with SQLiteAuditSink(folder / "audit.db") as audit:
-        tools = function_tools(view, policy=ApprovalPolicy(view), audit=audit, request_id="bench")
-        restarted = function_tools(
-            view, policy=ApprovalPolicy(view), audit=audit, request_id="bench"
-        )
-        model = _calling(ANSWERS)
-        agent = Agent(name="bench", instructions=told, tools=list(tools), model=model)
-        result = asyncio.run(Runner.run(agent, "Find everything.", max_turns=3))
-        items: list[TResponseInputItem] = [
-            *result.to_input_list(),
-            {"role": "user", "content": "And now?"},
-        ]
-    outputs = [item for item in items if item.get("type") == "function_call_output"]
-    if len(outputs) != ANSWERS:
-        h.fail(f"the run answered {len(outputs)} calls, not {ANSWERS}")
-    other = Agent(name="bench", instructions=told, tools=list(restarted), model=model)
-    context: RunContextWrapper[None] = RunContextWrapper(context=None, turn_input=items)
+    told, tools, restarted, items = _agents_history(folder, TOOLS)
+    agent = Agent(name="bench", instructions=told, tools=list(tools))
+    other = Agent(name="bench", instructions=told, tools=list(restarted))
     own, elsewhere = _check_of(tools), _check_of(restarted)
     contenders = [
-        h.Contender("veridic, answers written here (by digest)", lambda: own(context, agent)),
         h.Contender(
-            "veridic, answers another process wrote (rendered)", lambda: elsewhere(context, other)
+            "one tool, answers written here (by digest)",
+            lambda: own(_turn(items, 0), agent),
+            batch=_turns(items, lambda given: own(given, agent)),
+        ),
+        h.Contender(
+            "one tool, answers another process wrote (rendered)",
+            lambda: elsewhere(_turn(items, 0), other),
+            batch=_turns(items, lambda given: elsewhere(given, other)),
+        ),
+        h.Contender(
+            f"a turn of {TOOLS} tools, by digest",
+            lambda: _every(tools, _turn(items, 0), agent),
+            batch=_turns(items, lambda given: _every(tools, given, agent)),
+        ),
+        h.Contender(
+            f"a turn of {TOOLS} tools, rendered",
+            lambda: _every(restarted, _turn(items, 0), other),
+            batch=_turns(items, lambda given: _every(restarted, given, other)),
         ),
     ]
     for contender in contenders:
@@ -200,16 +199,76 @@ def _openai_agents(report: h.Report, folder: Path) -> None:
     timings = h.measure(contenders, rounds=15)
     section = report.section(
         f"10. Agents SDK input check: {ANSWERS} replayed tool answers of {SIZE:,} bytes, "
-        "per tool and turn",
+        f"an agent of {TOOLS} tools",
         about=[
-            "Each tool's is_enabled checks the agent and every input item; a tool result "
-            "must be one block of these tools, known by digest or rendered to compare."
+            "The SDK asks each tool's is_enabled on every turn; it checks the agent and every "
+            "input item; a tool result must be one block of these tools, known by digest or "
+            "rendered to compare. A turn asks every tool, with the same input."
         ],
-        baselines=["rendered"],
+        baselines=["one tool (by digest)", "one tool (rendered)"],
     )
-    floor = timings["veridic, answers another process wrote (rendered)"].median
+    floors = (
+        timings["one tool, answers written here (by digest)"].median,
+        timings["one tool, answers another process wrote (rendered)"].median,
+    )
     for contender in contenders:
-        section.timed(contender.name, timings[contender.name], against=(floor,))
+        section.timed(contender.name, timings[contender.name], against=floors)
+
+
+def _agents_history(folder: Path, count: int) -> tuple[Any, list[Any], list[Any], list[Any]]:
+    """For a view of ``count`` tools (``search`` and the built-in ``get_tool_schema`` among
+    them): its instructions, the tools
+    that ran ``ANSWERS`` calls of ``search``, the same request's tools in another process
+    (a worker restarted: they never wrote these answers), and the input of the next turn
+    (``result.to_input_list()`` and a user item)."""
+    import asyncio
+
+    from _synthetic import registry_of
+    from agents import Agent, Runner
+
+    from veridic.integrations.openai_agents import function_tools, instructions
+
+    registry = registry_of(count - 2, "bench-agents")  # and search, and get_tool_schema
+    registry.tool(kind="query")(search)
+    view = registry.view()
+    if len(view.names()) != count:
+        h.fail(f"the view has {len(view.names())} tools, not {count}")
+    told = instructions(view, instruction("You answer from the knowledge base."))
+    with SQLiteAuditSink(folder / "audit.db") as audit:
+        tools = function_tools(view, policy=ApprovalPolicy(view), audit=audit, request_id="bench")
+        restarted = function_tools(
+            view, policy=ApprovalPolicy(view), audit=audit, request_id="bench"
+        )
+        agent = Agent(name="bench", instructions=told, tools=list(tools), model=_calling(ANSWERS))
+        result = asyncio.run(Runner.run(agent, "Find everything.", max_turns=3))
+    items: list[Any] = [*result.to_input_list(), {"role": "user", "content": "And now?"}]
+    outputs = [item for item in items if item.get("type") == "function_call_output"]
+    if len(outputs) != ANSWERS:
+        h.fail(f"the run answered {len(outputs)} calls, not {ANSWERS}")
+    return told, tools, restarted, items
+
+
+def _turn(items: list[Any], number: int) -> Any:
+    """The run's context on turn ``number``: the history and a user item no turn had."""
+    from agents import RunContextWrapper
+
+    given = [*items, {"role": "user", "content": f"And the next one, {number}?"}]
+    return RunContextWrapper(context=None, turn_input=given)
+
+
+def _turns(items: list[Any], check: Callable[[Any], object]) -> Callable[[int], h.Call]:
+    """A batch of ``number`` turns, each with an input of its own, made before the timing."""
+
+    def prepared(number: int) -> h.Call:
+        contexts = iter([_turn(items, index) for index in range(number)])
+        return lambda: check(next(contexts))
+
+    return prepared
+
+
+def _every(tools: Sequence[Any], context: Any, agent: Any) -> bool:
+    """One turn as the SDK asks it: every tool's ``is_enabled``, with the turn's input."""
+    return all(tool.is_enabled(context, agent) is True for tool in tools)
 
 
 def _check_of(tools: Sequence[object]) -> Callable[..., object]:

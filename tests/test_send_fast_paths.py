@@ -640,6 +640,52 @@ def test_whether_the_client_is_async_follows_a_client_swapped_or_patched_after_a
     assert not adapter.is_async
 
 
+def test_a_client_method_redefined_in_place_after_a_send_is_read_as_it_is_now() -> None:
+    """The same function object, its code replaced (a notebook's autoreload, a hot reload
+    redefining ``def create`` as ``async def create``): whether the client is async was
+    remembered per method object, so a blocking send called the coroutine function and
+    failed on the coroutine it got back ("the chat completion has no choices (coroutine)
+    ... do not set n=0"), never awaited. The gateway refuses the blocking send now, before
+    anything is sent, as it refuses any async client."""
+    import openai
+    from _sdk_server import FakeServer, http_module
+
+    from veridic import OpenAIChat, VeridicError
+
+    answer = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-test",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "ok"},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    server = FakeServer(http_module("openai"), [("json", answer)] * 2)
+    client: Any = server.client(openai, "OpenAI")
+    adapter = OpenAIChat(client, model="gpt-test")
+    gateway = ModelGateway(adapter, audit=SQLiteAuditSink(":memory:"))
+    real = client.chat.completions.create
+
+    def create(**request: Any) -> Any:
+        return real(**request)
+
+    async def redefined(**request: Any) -> Any:
+        return real(**request)
+
+    client.chat.completions.create = create
+    gateway.send(_prompt(), _view(), request_id="req-before")
+    create.__code__ = redefined.__code__
+    assert adapter.is_async
+    with pytest.raises(VeridicError, match="holds an async client"):
+        gateway.send(_prompt(), _view(), request_id="req-redefined")
+    assert len(server.sent) == 1
+
+
 def _view_of_float_defaults() -> ToolView:
     """A view of a tool whose schema holds the floats JSON writes apart from what Python's
     ``==`` says of them: ``-0.0`` (equal to ``0.0``) and ``NaN`` (equal to nothing)."""

@@ -55,11 +55,14 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Final, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain, compress, repeat
+from operator import is_, is_not
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from veridic._extras import require
 from veridic._sample import clip, quoted
+from veridic.config import settings
 from veridic.errors import (
     ApprovalDeniedError,
     InvalidArgumentsError,
@@ -458,6 +461,7 @@ class _Binding:
     __slots__ = (
         "_answered",
         "_lock",
+        "_passed",
         "_refused",
         "audit",
         "data_mode",
@@ -521,6 +525,8 @@ class _Binding:
         """The tool answers these tools wrote, which each check of a replay knows by digest."""
         self.made: tuple[tuple[Tool, Mapping[str, object]], ...] = ()
         """Each tool :func:`function_tools` made, with every field as it was made."""
+        self._passed: _Input | None = None
+        """The run's input the last check passed, as it was (:meth:`_check_turn_input`)."""
 
     def check_agent(self, agent: object, turn_input: Sequence[object]) -> None:
         """Refuse an agent that offers the model more, less or other than the view's tools.
@@ -571,9 +577,34 @@ class _Binding:
         self._check_instructions(agent, name)
         self._check_settings(agent, name)
         self._check_output(agent, name)
+        self._check_turn_input(turn_input, name)
+
+    def _check_turn_input(self, turn_input: Sequence[object], name: object) -> None:
+        """Check the run's input items, unless the last check passed this very input.
+
+        The SDK asks every tool's ``is_enabled`` on every turn with the same input, and the
+        call checks it again: reading 200 replayed results took 1.7 ms, thirty times a turn
+        for thirty tools. A passed input is remembered as it was (:func:`_input_of`: every
+        key, every value and its exact type, of plain ``dict``, ``list``, ``tuple``, ``str``,
+        numbers and ``None`` only), never by the list's identity, and with the agent's name
+        and the trust mode, the rest of what the check reads (the view, the data mode and
+        the request are the binding's own; the blocks it knows by digest only spare a
+        render, they never change an answer). An input edited since, in place or not, in
+        any item or part of one, is read again; so is any input holding another type (a
+        ``str`` subclass, an SDK model object), on every check, as before. The input is
+        remembered only when it was the same before the check and after it.
+
+        Raises:
+            ProvenanceError, ToolCouplingError: as :meth:`_check_input_item` does.
+        """
+        seen = _input_of(turn_input, name)
+        if seen is not None and seen == self._passed:
+            return
         calls = _calls_in(turn_input)
         for index, item in enumerate(turn_input):
             self._check_input_item(index, item, name, calls)
+        if seen is not None and seen == _input_of(turn_input, name):
+            self._passed = seen
 
     def check_paused(self, state: object, name: object) -> None:
         """Refuse a paused run whose own items, or staged input, the model would read unchecked.
@@ -668,22 +699,29 @@ class _Binding:
                 veridic does not know (in report mode too).
             ToolCouplingError: it is an ``additional_tools`` item (in report mode too).
         """
-        where = (
-            f"{place}[{index}] of the run of agent {quoted(name)} (request {clip(self.request_id)}"
-        )
+
+        def where() -> str:  # written only for a refusal: the check reads every item each turn
+            return (
+                f"{place}[{index}] of the run of agent {quoted(name)} "
+                f"(request {clip(self.request_id)}"
+            )
+
+        def slot() -> str:
+            return f"input[{index}] of agent {quoted(name)}"
+
         kind = _item_field(item, "type")
         if kind is not None and (not isinstance(kind, str) or kind not in _KNOWN_TYPES):
             raise ProvenanceError(
-                f"{where}) is an item of the type {_clipped(kind)}, which veridic does not "
+                f"{where()}) is an item of the type {_clipped(kind)}, which veridic does not "
                 "know, so it cannot tell whether the model would read outside text in it as "
                 "instructions or as a tool's answer: leave it out of the input, or pass its "
                 "text as the role 'user' (a type the Responses API added since: install the "
                 "veridic version that reads it)",
-                slot=f"input[{index}] of agent {quoted(name)}",
+                slot=slot(),
             )
         if kind == "additional_tools":
             raise ToolCouplingError(
-                f"{where}) is an additional_tools item, which offers the model tools of its "
+                f"{where()}) is an additional_tools item, which offers the model tools of its "
                 f"own ({_clipped(_item_field(item, 'tools'))}) beside the view's: the "
                 "capability section, the approvals and the audit know none of them (a hosted "
                 "one runs at the provider): leave it out of the input, and register any other "
@@ -691,66 +729,69 @@ class _Binding:
             )
         if kind == "configuration_update" and _item_field(item, "text") is not None:
             raise ProvenanceError(
-                f"{where}) is a configuration_update that sets the answer's text format "
+                f"{where()}) is a configuration_update that sets the answer's text format "
                 f"({_clipped(_item_field(item, 'text'))}): a JSON schema's name and "
                 "descriptions tell the model what to answer, from the input, beside the "
                 "agent's output_type that veridic checks: give the agent an output_type "
                 "instead (a configuration_update of the reasoning effort alone is passed on)",
-                slot=f"input[{index}] of agent {quoted(name)}",
+                slot=slot(),
             )
         if kind == "item_reference" or (kind is None and _item_field(item, "role") is None):
             raise ProvenanceError(
-                f"{where}) is an item_reference {_clipped(_item_field(item, 'id'))}: the "
+                f"{where()}) is an item_reference {_clipped(_item_field(item, 'id'))}: the "
                 "provider fills in an item it keeps (it may be a developer message, or a tool "
                 "result nobody fenced), whose text veridic cannot read or check: pass the "
                 "item itself (result.to_input_list() of the run that made it), with outside "
                 "text as the role 'user'",
-                slot=f"input[{index}] of agent {quoted(name)}",
+                slot=slot(),
             )
         if kind == "function_call_output":
-            self._check_replayed_result(
-                item, where, calls, name, slot=f"input[{index}] of agent {quoted(name)}"
-            )
+            self._check_replayed_result(item, where, calls, name, slot)
         if kind in _UNRUN_OUTPUTS:
             raise ProvenanceError(
-                f"{where}) is a {kind} item ({_clipped(item)}): the output of a tool the agent "
+                f"{where()}) is a {kind} item ({_clipped(item)}): the output of a tool the agent "
                 "does not hold (a hosted or built-in tool, an MCP server of another agent or a "
                 "client), whose text the model would read bare, with no data block around it "
                 "and no record of the call: leave it out of the input, or make the tool a tool "
                 "of the registry, whose results come back as data blocks",
-                slot=f"input[{index}] of agent {quoted(name)}",
+                slot=slot(),
             )
         if kind == "mcp_approval_response" and _item_field(item, "reason") not in (None, ""):
             raise ProvenanceError(
-                f"{where}) is an mcp_approval_response with the reason "
+                f"{where()}) is an mcp_approval_response with the reason "
                 f"{_clipped(_item_field(item, 'reason'))}: free text an application or a "
                 "user wrote, which goes to the provider in the model's input, where the model "
                 "may read it (the API does not say it does not) with no data block around it: "
                 "leave the reason out (the answer is in 'approve'), or pass its text as data "
                 "in a user turn",
-                slot=f"input[{index}] of agent {quoted(name)}",
+                slot=slot(),
             )
         role = _item_field(item, "role")
         if role is not None and (not isinstance(role, str) or role not in _MESSAGE_ROLES):
             raise ProvenanceError(
-                f"{where}) is a message with the role {_clipped(role)}, none of "
+                f"{where()}) is a message with the role {_clipped(role)}, none of "
                 f"{', '.join(map(repr, _MESSAGE_ROLES))}: what the provider makes of its text "
                 "(a tool's answer, instructions) is not documented, so veridic cannot tell "
                 "whether the model would read outside text in it as instructions: pass "
                 "outside text with the role 'user'",
-                slot=f"input[{index}] of agent {quoted(name)}",
+                slot=slot(),
             )
         if role in ("system", "developer"):
             content = _item_field(item, "content")
             report(
                 content if isinstance(content, str) else repr(content),
-                f"{where}; an input item with the role {quoted(role)}, which the model reads as "
+                f"{where()}; an input item with the role {quoted(role)}, which the model reads as "
                 "instructions, and only the agent's instructions may give them: pass "
                 "outside text with the role 'user')",
             )
 
     def _check_replayed_result(
-        self, item: object, where: str, calls: Mapping[str, str], name: object, slot: str
+        self,
+        item: object,
+        where: Callable[[], str],
+        calls: Mapping[str, str],
+        name: object,
+        slot: Callable[[], str],
     ) -> None:
         """Refuse a tool result in the run's input that is not a data block of these tools.
 
@@ -790,14 +831,14 @@ class _Binding:
             else f"tool:<name> of its call, {_clipped(called)}"
         )
         raise ProvenanceError(
-            f"{where}) is a function_call_output {_clipped(call_id)} "
+            f"{where()}) is a function_call_output {_clipped(call_id)} "
             f"whose output is no data block of these tools ({_clipped(output)}; they write "
             f"one block labelled {label} in the data mode {self.data_mode!r}): the model "
             "would read outside text as the tool's answer, with no fence around it. Replay "
             "the items of runs of these tools as they were stored (the session's, "
             "result.to_input_list()); leave out a result another tool made, or one edited "
             "since, or pass its text as data in a user turn",
-            slot=slot,
+            slot=slot(),
         )
 
     def _result_labels(self) -> frozenset[str]:
@@ -1327,6 +1368,65 @@ def _handoff_problem(handoffs: list[object]) -> str:
         "under instructions and tools veridic never checks: hand off to this agent from "
         "one without veridic tools, or run the other agent as its own request)"
     )
+
+
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+"""Values that cannot change: an input made of these (and of the containers below) is the
+same input as long as each one is equal, and of the same type, at the same place."""
+_CONTAINERS: Final = frozenset({dict, list, tuple})
+_READ_TYPES: Final = _PLAIN | _CONTAINERS
+_DEEPEST: Final = 64
+"""Levels of nesting :func:`_input_of` reads: the Responses API's items nest a few; a deeper
+(or a cyclic) input is read whole by every check instead."""
+
+
+class _Input(NamedTuple):
+    """An input as one check read it: by level, the containers' types and lengths, the
+    dicts' keys in their order, and every value's type, and the plain values themselves
+    (kept, so none is freed and a new one takes its place). Never a container: a list or a
+    dict of the input is the caller's, which may change after."""
+
+    name: str | None
+    mode: str
+    levels: tuple[tuple[list[type], list[int], list[object], list[type], list[object]], ...]
+
+
+def _input_of(turn_input: object, name: object) -> _Input | None:
+    """``turn_input`` and the agent's ``name`` as :class:`_Input`, or ``None`` when the input
+    holds anything but plain values in plain containers (or nests past ``_DEEPEST``).
+
+    Each level is read with the C loops of ``map``, ``chain`` and ``compress``: for the 400
+    items of 200 replayed results, about a tenth of reading them. Two of them are equal
+    (``==``) exactly when the inputs hold the same keys in the same order and equal values
+    of the same types at the same places: every value is a ``str``, a number, ``None`` or a
+    container of them, whose ``==`` is the built-in one (no value's own method is asked).
+    """
+    if (name is not None and type(name) is not str) or type(turn_input) not in _CONTAINERS:
+        return None
+    shown = name if type(name) is str else None
+    levels: list[tuple[list[type], list[int], list[object], list[type], list[object]]] = []
+    level: list[Any] = [turn_input]  # containers of the types _CONTAINERS holds, no other
+    while level:
+        if len(levels) == _DEEPEST:
+            return None
+        kinds = list(map(type, level))
+        dicts = list(compress(level, map(is_, kinds, repeat(dict))))
+        keys = list(chain.from_iterable(dicts))
+        values = list(
+            chain(
+                chain.from_iterable(map(dict.values, dicts)),
+                chain.from_iterable(compress(level, map(is_not, kinds, repeat(dict)))),
+            )
+        )
+        types = list(map(type, values))
+        found = set(types)
+        if not found <= _READ_TYPES or not set(map(type, keys)) <= _PLAIN:
+            return None
+        nested = found & _CONTAINERS
+        plain = list(compress(values, map(_PLAIN.__contains__, types))) if nested else values
+        levels.append((kinds, list(map(len, level)), keys, types, plain))
+        level = list(compress(values, map(_CONTAINERS.__contains__, types))) if nested else []
+    return _Input(shown, settings().mode, tuple(levels))
 
 
 def _calls_in(items: Sequence[object]) -> dict[str, str]:

@@ -19,7 +19,7 @@ import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
-from types import MappingProxyType, MethodType
+from types import MappingProxyType
 from typing import Final, Literal, NamedTuple, Protocol
 
 from veridic._counted import counted
@@ -389,7 +389,7 @@ class Adapter:
     adapter reads (key -> the one value that keeps it, besides ``None``): refused when
     the options are given, since the answer would be refused only after it was paid for."""
 
-    __slots__ = ("_async_read", "client", "model", "options")
+    __slots__ = ("client", "model", "options")
 
     def __init__(self, client: object, model: str, options: Mapping[str, object] | None) -> None:
         if not isinstance(model, str) or not model.strip():
@@ -539,20 +539,12 @@ class Adapter:
     def is_async(self) -> bool:
         """Whether the client is the SDK's async client (its method is a coroutine).
 
-        Read once for each method the client gives (the same function bound to the same
-        resource on every send; inspecting it cost a microsecond or two a send): a client
-        replaced on the adapter, or a method patched on the client, is read again.
+        Read on every send, as the client is now: a client replaced on the adapter, a
+        method patched on it, or one redefined in place (a notebook's autoreload gives a
+        function new code) is read as it is. Remembering the answer per method object
+        spared under a microsecond a send, and missed a method redefined in place.
         """
-        method = self.method()
-        owner, function = (
-            (method.__self__, method.__func__) if isinstance(method, MethodType) else (method, None)
-        )
-        read: tuple[object, object, bool] | None = getattr(self, "_async_read", None)
-        if read is not None and read[0] is owner and read[1] is function:
-            return read[2]
-        found = _coroutine_method(method)
-        self._async_read = (owner, function, found)
-        return found
+        return _coroutine_method(self.method())
 
     def request(
         self, prompt: Prompt, specs: Sequence[Mapping[str, object]], options: Mapping[str, object]
