@@ -7,6 +7,7 @@ committed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import socket
 import sqlite3
@@ -28,6 +29,7 @@ from veridic import (
     SQLiteAuditSink,
     __version__,
 )
+from veridic.checks.cli import main
 from veridic.providers import Usage
 from veridic.run.deferred import PausedRun
 from veridic.run.records import ModelReplyRecord
@@ -92,9 +94,7 @@ class _LosesTheClaimsAnswer:
             self._sockets += [client, server]
             claimed = threading.Event()
             threading.Thread(target=self._up, args=(client, server, claimed), daemon=True).start()
-            threading.Thread(
-                target=self._down, args=(server, client, claimed), daemon=True
-            ).start()
+            threading.Thread(target=self._down, args=(server, client, claimed), daemon=True).start()
 
     def _up(self, client: socket.socket, server: socket.socket, claimed: threading.Event) -> None:
         """What the store sends, passed on; a claim, the first time, arms the drop."""
@@ -134,10 +134,8 @@ def _received(from_socket: socket.socket) -> bytes:
 
 
 def _close(open_socket: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):  # the other side may have closed it already
         open_socket.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
 
 
 def _ready_for_query(held: bytes) -> bool:
@@ -267,10 +265,19 @@ def _sqlite_at_9(path: Path) -> PausedRun:
         store.save_paused(paused)
         store.claim_paused("req-9")
         store.save_paused(paused)
+        store.write_model_reply(_unlinked())
     with sqlite3.connect(path) as db:
         db.execute("DROP INDEX veridic_model_replies_unlinked")
         db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")
         db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")
+        # Two copies of one unlinked answer (a copy run twice by an earlier release).
+        db.execute(
+            "INSERT INTO veridic_model_replies (time, request_id, prompt_sha256, response_id, "
+            "model, stop_reason, tool_calls, input_tokens, output_tokens, latency) "
+            "SELECT time, request_id, prompt_sha256, response_id, model, stop_reason, "
+            "tool_calls, input_tokens, output_tokens, latency FROM veridic_model_replies "
+            "WHERE call_id IS NULL"
+        )
         db.execute("UPDATE veridic_release SET release = 'veridic 0.9 (schema 9)'")
         db.execute("PRAGMA user_version = 9")
     db.close()
@@ -283,6 +290,10 @@ def test_a_schema_9_sqlite_file_migrates_to_10_and_its_waiting_run_is_claimed_on
     path = tmp_path / "audit.db"
     paused = _sqlite_at_9(path)
     with SQLiteAuditSink(path) as store:
+        assert store.model_replies("req-1") == (_unlinked(), _unlinked())  # none dropped
+        store.write_model_reply(_unlinked())  # the same answer again: never a third copy
+        store.write_model_reply(_unlinked(latency=0.25))  # another: kept
+        assert len(store.model_replies("req-1")) == 3
         assert store.pending_runs() == ("req-9",)
         token = secrets.token_hex(16)
         assert store.claim_paused("req-9", token=token) == paused
@@ -296,20 +307,47 @@ def test_a_schema_9_sqlite_file_migrates_to_10_and_its_waiting_run_is_claimed_on
     db.close()
 
 
-def test_a_schema_9_postgres_database_migrates_to_10_and_its_waiting_run_is_claimed_once(
-    postgres_dsn: str,
-) -> None:
-    with PostgresAuditSink(postgres_dsn) as store:
+def _postgres_at_9(dsn: str) -> PausedRun:
+    """A database as the veridic of schema 9 left it (what 10 added taken away), with a paused
+    run claimed and one waiting, and an unlinked answer."""
+    with PostgresAuditSink(dsn) as store:
         paused = _paused(store)
         store.save_paused(paused)
         store.claim_paused("req-9")
         store.save_paused(paused)
         store.write_model_reply(_unlinked())
-    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+    with psycopg.connect(dsn, autocommit=True) as db:
         db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")
         db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")
         db.execute("UPDATE veridic_schema SET version = 9")
         db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.9 (schema 9)'")
+    return paused
+
+
+def test_veridic_audit_of_a_schema_9_store_says_in_words_what_it_lacks(
+    tmp_path: Path, postgres_dsn: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "audit.db"
+    _sqlite_at_9(path)
+    _postgres_at_9(postgres_dsn)
+    assert main(["audit", str(path)]) == 0
+    assert (
+        "its copy was migrated to version 10 for this review (the file itself is never "
+        "written), so the records written before: their paused runs claimed before have no "
+        "claim token (which no review reads)"
+    ) in " ".join(capsys.readouterr().out.split())
+    assert main(["audit", postgres_dsn]) == 0
+    assert (
+        "not migrated to version 10 (a review never writes it): its paused runs claimed "
+        "before have no claim token, and its answers that name no call have no key"
+    ) in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_schema_9_postgres_database_migrates_to_10_and_its_waiting_run_is_claimed_once(
+    postgres_dsn: str,
+) -> None:
+    paused = _postgres_at_9(postgres_dsn)
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
         # An earlier release's two copies of one unlinked answer (a race it lost).
         db.execute(
             "INSERT INTO veridic_model_replies (time, request_id, prompt_sha256, response_id, "

@@ -172,9 +172,7 @@ def _sqlite_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
         rows = {}
         for table in tables:
             columns = [
-                row[1]
-                for row in db.execute(f"PRAGMA table_info({table})")
-                if row[1] not in _ADDED
+                row[1] for row in db.execute(f"PRAGMA table_info({table})") if row[1] not in _ADDED
             ]
             query = f"SELECT {', '.join(columns)} FROM {table} ORDER BY 1"
             rows[table] = db.execute(query).fetchall()

@@ -234,8 +234,7 @@ def _to_10(db: psycopg.Connection[Any]) -> None:
     db.execute("ALTER TABLE veridic_model_replies ADD COLUMN unlinked_sha256 TEXT")
     with db.cursor(binary=True) as read:
         unlinked = read.execute(
-            f"SELECT id, {_ANSWER_10} FROM veridic_model_replies WHERE call_id IS NULL "
-            "ORDER BY id"
+            f"SELECT id, {_ANSWER_10} FROM veridic_model_replies WHERE call_id IS NULL ORDER BY id"
         ).fetchall()
     with db.cursor() as update:
         update.executemany(
@@ -291,6 +290,10 @@ _LACKS: Final[dict[int, str]] = {
     8: (
         'its model calls have no digest of the request\'s options (options_sha256 ""), so '
         "which structured-output schema the model was given is not on record"
+    ),
+    9: (
+        "its paused runs claimed before have no claim token, and its answers that name no "
+        "call have no key (neither of which a review reads)"
     ),
 }
 """For each older version a review reads as it is, what it lacks, in words for a report."""

@@ -488,6 +488,7 @@ _LACKS: Final[dict[int, str]] = {
         'their model calls have no digest of the request\'s options (options_sha256 ""), so '
         "which structured-output schema the model was given is not on record"
     ),
+    9: "their paused runs claimed before have no claim token (which no review reads)",
 }
 """For each older version, what its records lack once migrated (a migration cannot know
 it), in words for a report."""

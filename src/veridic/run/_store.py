@@ -597,9 +597,7 @@ def save_paused(where: str, paused: object) -> Statement[None]:
     )
 
 
-def claim_paused(
-    where: str, request_id: str, token: str | None
-) -> Statement[PausedRun | None]:
+def claim_paused(where: str, request_id: str, token: str | None) -> Statement[PausedRun | None]:
     check_key(request_id, "claim_paused()")
     claim = secrets.token_hex(16) if token is None else _claim_token(token)
     # The document is handed out as saved: the row's time never dates a run saved undated
