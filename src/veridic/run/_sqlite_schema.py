@@ -60,7 +60,8 @@ it holds without a table of its own. Versions:
     so one written twice is kept once, atomically; the unlinked answers kept before
     are keyed by the migration, a repeat of an earlier one (NULL) excepted, and no row
     is dropped. A writer of 9 still running keeps writing to the migrated file: its
-    claims leave no token, and its unlinked answers no key (checked as before).
+    claims leave no token, and its unlinked answers no key (checked as before, and
+    not found by a new writer's key).
 
 Opening a store brings the database to :data:`VERSION` in one immediate
 transaction: concurrent openers (threads, processes) wait for the first one
