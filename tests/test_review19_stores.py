@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import secrets
 import socket
 import sqlite3
@@ -20,6 +21,8 @@ from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from veridic import (
@@ -435,3 +438,68 @@ def test_one_unlinked_answer_written_by_two_hosts_at_once_is_kept_once(postgres_
         other = _unlinked(latency=0.25)  # another answer, though it names no call either
         second.write_model_reply(other)
         assert sorted(first.model_replies(), key=repr) == sorted([answer, other], key=repr)
+
+
+# --- the key of an answer kept before schema 10 is the key its insert gives -----------------
+
+_texts = st.text(alphabet=st.sampled_from("aé\x00\ud800\n'\"\\ ✓"), max_size=12)
+_seconds = st.floats(min_value=0, max_value=1e10, allow_nan=False, allow_infinity=False)
+_counts = st.none() | st.integers(min_value=0, max_value=2**40)
+
+
+@st.composite
+def _unlinked_answers(draw: st.DrawFn) -> ModelReplyRecord:
+    usage = draw(st.none() | st.builds(Usage, st.integers(0, 2**40), st.integers(0, 2**40)))
+    return ModelReplyRecord(
+        draw(_seconds),
+        draw(_texts.filter(str.strip)),
+        SHA,
+        draw(_texts),
+        draw(_texts),
+        draw(_texts),
+        tuple(draw(st.lists(_texts, max_size=3))),
+        usage,
+        draw(_seconds),
+    )
+
+
+@settings(max_examples=40, deadline=None)
+@given(answer=_unlinked_answers())
+def test_an_unlinked_answer_kept_before_schema_10_is_kept_once_after_the_migration(
+    answer: ModelReplyRecord,
+) -> None:
+    # For all answers: the migration keys the row as the insert keys the answer (text
+    # escaped as stored, floats exactly), so the same answer written after it is a retry.
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "audit.db"
+        with SQLiteAuditSink(path) as store:
+            store.write_model_reply(answer)
+            (kept,) = store.model_replies()
+        with sqlite3.connect(path) as db:
+            db.execute("DROP INDEX veridic_model_replies_unlinked")
+            db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")
+            db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")
+            db.execute("PRAGMA user_version = 9")
+        db.close()
+        with SQLiteAuditSink(path) as store:
+            store.write_model_reply(answer)
+            store.write_model_reply(kept)  # read back and written again: the same answer
+            assert store.model_replies() == (kept,)
+
+
+def test_the_postgres_migration_keys_an_answer_by_its_exact_times(postgres_dsn: str) -> None:
+    # Read as text where extra_float_digits is 0, 0.1 + 0.2 is 0.3: keyed so, the answer
+    # would not be found by its own insert, and would be kept twice.
+    answer = dataclasses.replace(_unlinked(latency=1 / 3), time=0.1 + 0.2)
+    with PostgresAuditSink(postgres_dsn) as store:
+        store.write_model_reply(answer)
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")
+        db.execute("UPDATE veridic_schema SET version = 9")
+        name = db.execute("SELECT current_database()").fetchone()
+        assert name is not None
+        db.execute(f'ALTER DATABASE "{name[0]}" SET extra_float_digits = 0')
+    with PostgresAuditSink(postgres_dsn) as store:
+        store.write_model_reply(answer)
+        assert len(store.model_replies()) == 1  # (read back as text here: 0.3, rounded)
