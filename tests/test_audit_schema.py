@@ -114,7 +114,7 @@ def test_a_0_1_database_is_migrated_and_its_refusals_are_no_longer_denials(tmp_p
         assert len(store.model_calls("req-1")) == 1
         assert store.model_replies() == ()  # the tables 0.1 did not have are there
         assert store.conversation("nope") is None
-    assert user_version(path) == 9
+    assert user_version(path) == 10
     with SQLiteAuditSink(path) as again:  # nothing left to do the second time
         assert len(again.records()) == 5
 
@@ -122,7 +122,7 @@ def test_a_0_1_database_is_migrated_and_its_refusals_are_no_longer_denials(tmp_p
 def test_a_fresh_database_is_created_at_the_latest_version(tmp_path: Path) -> None:
     path = tmp_path / "new.db"
     SQLiteAuditSink(path).close()
-    assert user_version(path) == 9
+    assert user_version(path) == 10
     with sqlite3.connect(path) as db:
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
     assert tables == {
@@ -141,10 +141,10 @@ def test_a_database_of_a_later_version_is_refused_and_left_alone(tmp_path: Path)
     path = tmp_path / "later.db"
     SQLiteAuditSink(path).close()
     with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version = 10")
-    with pytest.raises(AuditRecordError, match=r"schema version 10, written by a later veridic"):
+        db.execute("PRAGMA user_version = 11")
+    with pytest.raises(AuditRecordError, match=r"schema version 11, written by a later veridic"):
         SQLiteAuditSink(path)
-    assert user_version(path) == 10
+    assert user_version(path) == 11
 
 
 def test_a_failed_migration_leaves_the_database_as_it_was(tmp_path: Path) -> None:
@@ -171,7 +171,7 @@ def test_processes_opening_a_0_1_database_at_once_migrate_it_once(tmp_path: Path
     with multiprocessing.get_context("spawn").Pool(4) as pool:
         counts = pool.map(_open_and_count, [str(path)] * 8)
     assert counts == [5] * 8
-    assert user_version(path) == 9
+    assert user_version(path) == 10
 
 
 def test_every_record_has_its_own_id_and_a_retry_is_stored_once(tmp_path: Path) -> None:

@@ -420,7 +420,7 @@ def test_veridic_audit_of_a_schema_7_sqlite_file_says_its_answers_usage_is_not_b
     _sqlite_at_7(path)
     assert main(["audit", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "the file holds audit schema version 7; its copy was migrated to version 9" in out
+    assert "the file holds audit schema version 7; its copy was migrated to version 10" in out
     assert "their answers' usage is not broken down" in out
     assert main(["audit", str(path), "--format", "json"]) == 0
     notes = json.loads(capsys.readouterr().out)["notes"]

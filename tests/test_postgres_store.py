@@ -618,18 +618,18 @@ def test_concurrent_openers_make_the_schema_once(postgres_dsn: str) -> None:
         thread.join()
     assert errors == []
     with psycopg.connect(postgres_dsn) as db:
-        assert db.execute("SELECT version FROM veridic_schema").fetchall() == [(9,)]
+        assert db.execute("SELECT version FROM veridic_schema").fetchall() == [(10,)]
 
 
 def test_a_database_of_a_later_version_is_refused_and_left_alone(postgres_dsn: str) -> None:
     with PostgresAuditSink(postgres_dsn) as store:
         store.write(make())
     with psycopg.connect(postgres_dsn, autocommit=True) as db:
-        db.execute("UPDATE veridic_schema SET version = 10")
-    with pytest.raises(AuditRecordError, match="schema version 10, written by a later veridic"):
+        db.execute("UPDATE veridic_schema SET version = 11")
+    with pytest.raises(AuditRecordError, match="schema version 11, written by a later veridic"):
         PostgresAuditSink(postgres_dsn)
     with psycopg.connect(postgres_dsn) as db:
-        assert db.execute("SELECT version FROM veridic_schema").fetchall() == [(10,)]
+        assert db.execute("SELECT version FROM veridic_schema").fetchall() == [(11,)]
         assert db.execute("SELECT COUNT(*) FROM veridic_audit").fetchall() == [(1,)]
 
 

@@ -47,6 +47,8 @@ def _at_schema_5(dsn: str) -> None:
         db.execute("ALTER TABLE veridic_audit DROP COLUMN call_id")
         db.execute(_DROP_USAGE_PARTS)
         db.execute("ALTER TABLE veridic_model_calls DROP COLUMN options_sha256")  # added in 9
+        db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")  # added in 10
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")  # added in 10
         db.execute("UPDATE veridic_schema SET version = 5")
 
 
@@ -86,14 +88,14 @@ def test_a_migration_that_cannot_lock_a_busy_table_gives_up_and_says_what_to_do(
         ).fetchone()
         assert waiting == (0,)
     message = str(refused.value)
-    assert "from version 5 to 9 waited 150ms for a lock" in message
+    assert "from version 5 to 10 waited 150ms for a lock" in message
     assert "nothing was changed" in message
     assert "pg_stat_activity" in message
     assert "lock_timeout=60s" in message
     assert _schema(postgres_dsn) == (5, False)
     with PostgresAuditSink(postgres_dsn) as store:  # once the reader is done, it migrates
         assert len(store.records()) == 1
-    assert _schema(postgres_dsn) == (9, True)
+    assert _schema(postgres_dsn) == (10, True)
 
 
 def test_a_migration_waits_as_long_as_the_conninfo_s_own_lock_timeout(postgres_dsn: str) -> None:
@@ -133,36 +135,36 @@ def test_a_review_reads_a_schema_5_database_as_it_is_and_says_it_did_not_migrate
     notes = report["notes"]
     assert any("schema version 5, and was read as it is, not migrated" in n for n in notes)
     assert main(["audit", postgres_dsn]) == 1
-    assert "not migrated to version 9" in capsys.readouterr().out
+    assert "not migrated to version 10" in capsys.readouterr().out
     assert _schema(postgres_dsn) == (5, False)
 
 
 def test_a_later_schema_is_refused_naming_the_release_that_wrote_it(postgres_dsn: str) -> None:
     with PostgresAuditSink(postgres_dsn) as store:
-        assert store.schema_version == 9
+        assert store.schema_version == 10
     with psycopg.connect(postgres_dsn, autocommit=True) as db:
         comment = "SELECT obj_description('veridic_schema'::regclass, 'pg_class')"
-        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 9)",)
-        db.execute("UPDATE veridic_schema SET version = 10")  # what a later release leaves
-        db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.9.1 (schema 10)'")
+        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 10)",)
+        db.execute("UPDATE veridic_schema SET version = 11")  # what a later release leaves
+        db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.9.1 (schema 11)'")
     for read_only in (False, True):
         with pytest.raises(AuditRecordError) as refused:
             PostgresAuditSink(postgres_dsn, read_only=read_only)
         message = str(refused.value)
-        assert "schema version 10, written by a later veridic ('veridic 0.9.1')" in message
-        assert f"this host runs veridic {__version__}, which knows versions up to 9" in message
+        assert "schema version 11, written by a later veridic ('veridic 0.9.1')" in message
+        assert f"this host runs veridic {__version__}, which knows versions up to 10" in message
         assert "upgrade veridic on this host to the release the other hosts run" in message
-    assert _schema(postgres_dsn) == (10, True)
+    assert _schema(postgres_dsn) == (11, True)
 
 
 def test_a_later_sqlite_schema_is_refused_naming_this_release(tmp_path: Path) -> None:
     path = tmp_path / "later.db"
     SQLiteAuditSink(path).close()
     with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version = 10")
+        db.execute("PRAGMA user_version = 11")
     with pytest.raises(AuditRecordError) as refused:
         SQLiteAuditSink(path)
-    assert f"this process runs veridic {__version__}, which knows versions up to 9" in str(
+    assert f"this process runs veridic {__version__}, which knows versions up to 10" in str(
         refused.value
     )
 
@@ -254,7 +256,7 @@ def test_a_store_whose_user_version_another_program_changed_is_refused_with_why(
         SQLiteAuditSink(path)
     message = str(refused.value)
     assert f"user_version {user_version}" in message
-    assert "tables of schema 9" in message
+    assert "tables of schema 10" in message
     assert "give the audit store a file of its own" in message
     with sqlite3.connect(path) as db:
         assert db.execute("PRAGMA user_version").fetchone() == (user_version,)

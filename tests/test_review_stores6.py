@@ -95,9 +95,9 @@ def test_every_older_sqlite_schema_migrates_to_time_indexes_and_records_the_rele
             opened.write(make(time=50.0))
             assert [r.time for r in opened.records(since=10.0, until=60.0)] == [50.0] * (_ + 1)
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (9,)
+        assert db.execute("PRAGMA user_version").fetchone() == (10,)
         assert db.execute("SELECT release FROM veridic_release").fetchall() == [
-            (f"veridic {__version__} (schema 9)",)
+            (f"veridic {__version__} (schema 10)",)
         ]
         indexes = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
     db.close()
@@ -149,6 +149,8 @@ def _postgres_at_6(dsn: str) -> None:
             "DROP COLUMN cache_creation_input_tokens, DROP COLUMN reasoning_output_tokens"
         )  # added in 8
         db.execute("ALTER TABLE veridic_model_calls DROP COLUMN options_sha256")  # added in 9
+        db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")  # added in 10
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")  # added in 10
         db.execute("UPDATE veridic_schema SET version = 6")
 
 
@@ -170,17 +172,17 @@ def test_postgres_gets_a_time_index_on_every_table_read_by_time(
         assert len(review.records(since=0.0)) == 1
     assert main(["audit", postgres_dsn]) == 0
     out = capsys.readouterr().out
-    assert "schema version 6, and was read as it is, not migrated to version 9" in out
+    assert "schema version 6, and was read as it is, not migrated to version 10" in out
     assert "have no index on time" in out
     assert "no call id" not in out  # version 6 has them
     assert _postgres_indexes(postgres_dsn) == {"veridic_audit_time"}
     with PostgresAuditSink(postgres_dsn) as store:
-        assert store.schema_version == 9
+        assert store.schema_version == 10
         assert len(store.records(since=0.0)) == 1
     assert _postgres_indexes(postgres_dsn) == {f"{table}_time" for table in _TIMED}
     with psycopg.connect(postgres_dsn) as db:
         comment = "SELECT obj_description('veridic_schema'::regclass, 'pg_class')"
-        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 9)",)
+        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 10)",)
 
 
 # --- 2. an SQLite file says which release wrote it -----------------------------------------
@@ -192,23 +194,23 @@ def test_a_later_sqlite_schema_is_refused_naming_the_release_that_wrote_it(
     path = tmp_path / "later.db"
     SQLiteAuditSink(path).close()
     with sqlite3.connect(path) as db:  # what a later release's migration leaves
-        db.execute("PRAGMA user_version = 10")
-        db.execute("UPDATE veridic_release SET release = 'veridic 0.9.1 (schema 10)'")
+        db.execute("PRAGMA user_version = 11")
+        db.execute("UPDATE veridic_release SET release = 'veridic 0.9.1 (schema 11)'")
     db.close()
     with pytest.raises(AuditRecordError) as refused:
         SQLiteAuditSink(path)
     message = str(refused.value)
-    assert "schema version 10, written by a later veridic ('veridic 0.9.1')" in message
-    assert f"this process runs veridic {__version__}, which knows versions up to 9" in message
+    assert "schema version 11, written by a later veridic ('veridic 0.9.1')" in message
+    assert f"this process runs veridic {__version__}, which knows versions up to 10" in message
     assert main(["audit", str(path)]) == 2
     err = capsys.readouterr().err
     assert (
-        f"{path}: cannot be opened as an audit store: the file holds audit schema version 10, "
+        f"{path}: cannot be opened as an audit store: the file holds audit schema version 11, "
         "written by a later veridic ('veridic 0.9.1')"
     ) in err
     assert "veridic-audit-" not in err  # was: named the snapshot, a file already removed
     with sqlite3.connect(path) as db:  # left as it was
-        assert db.execute("PRAGMA user_version").fetchone() == (10,)
+        assert db.execute("PRAGMA user_version").fetchone() == (11,)
     db.close()
 
 
@@ -216,7 +218,7 @@ def test_a_release_row_that_names_another_schema_is_not_believed(tmp_path: Path)
     path = tmp_path / "later.db"
     SQLiteAuditSink(path).close()
     with sqlite3.connect(path) as db:  # set by hand, or by a release that did not update it
-        db.execute("PRAGMA user_version = 10")
+        db.execute("PRAGMA user_version = 11")
         db.execute("UPDATE veridic_release SET release = 'veridic 0.9.1 (schema 9)'")
     db.close()
     with pytest.raises(AuditRecordError, match=r"later veridic \(it did not record which\)"):
@@ -556,7 +558,7 @@ def test_processes_opening_a_schema_6_file_at_once_migrate_it_once(tmp_path: Pat
         counts = pool.map(_open_and_write, [str(path)] * 4)
     assert max(counts) == 4
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (9,)
+        assert db.execute("PRAGMA user_version").fetchone() == (10,)
         assert db.execute("SELECT COUNT(*) FROM veridic_release").fetchone() == (1,)
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     db.close()
@@ -742,7 +744,7 @@ def test_hosts_opening_a_schema_6_postgres_database_at_once_migrate_it_once(
     for thread in threads:
         thread.join()
     assert errors == []
-    assert opened == [9] * 4
+    assert opened == [10] * 4
     assert _hashed(postgres_dsn) == {index for index, _, _ in _postgres_schema._KEYS}
     with PostgresAuditSink(postgres_dsn, read_only=True) as review:
         assert review.count() == 5

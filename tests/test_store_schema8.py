@@ -233,9 +233,9 @@ def test_a_schema_7_sqlite_file_is_migrated_in_place_keeping_its_answers(
         store.write_model_reply(_reply(_CACHED))
         assert _parts(store.model_replies("req-1")[0].usage) == (1200, 300, 1024, 100, 200)
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (9,)
+        assert db.execute("PRAGMA user_version").fetchone() == (10,)
         assert db.execute("SELECT release FROM veridic_release").fetchall() == [
-            (f"veridic {__version__} (schema 9)",)
+            (f"veridic {__version__} (schema 10)",)
         ]
     db.close()
     # The answer written before the migration: unknown, not "no cache read".
@@ -270,7 +270,7 @@ def test_a_schema_9_file_whose_user_version_another_program_set_is_refused(
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA user_version = 7")  # migrating again: "duplicate column name"
     db.close()
-    with pytest.raises(AuditRecordError, match="tables of schema 9, but user_version 7"):
+    with pytest.raises(AuditRecordError, match="tables of schema 10, but user_version 7"):
         SQLiteAuditSink(path)
 
 
@@ -278,15 +278,15 @@ def test_a_later_sqlite_schema_than_9_is_refused_and_left_alone(tmp_path: Path) 
     path = tmp_path / "later.db"
     SQLiteAuditSink(path).close()
     with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version = 10")
-        db.execute("UPDATE veridic_release SET release = 'veridic 0.9.1 (schema 10)'")
+        db.execute("PRAGMA user_version = 11")
+        db.execute("UPDATE veridic_release SET release = 'veridic 0.9.1 (schema 11)'")
     db.close()
     with pytest.raises(AuditRecordError) as refused:
         SQLiteAuditSink(path)
-    assert "schema version 10, written by a later veridic ('veridic 0.9.1')" in str(refused.value)
-    assert "which knows versions up to 9" in str(refused.value)
+    assert "schema version 11, written by a later veridic ('veridic 0.9.1')" in str(refused.value)
+    assert "which knows versions up to 10" in str(refused.value)
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (10,)
+        assert db.execute("PRAGMA user_version").fetchone() == (11,)
     db.close()
 
 
@@ -321,10 +321,10 @@ def test_a_schema_7_postgres_database_is_read_as_it_is_then_migrated(
         assert [_parts(r.usage) for r in review.model_replies()] == [(1200, 300, 0, 0, 0)]
     assert main(["audit", postgres_dsn]) == 0
     out = capsys.readouterr().out
-    assert "schema version 7, and was read as it is, not migrated to version 9" in out
+    assert "schema version 7, and was read as it is, not migrated to version 10" in out
     assert "its answers' usage is not broken down" in out
     with PostgresAuditSink(postgres_dsn) as store:
-        assert store.schema_version == 9
+        assert store.schema_version == 10
         store.write_model_call(_CALL)
         store.write_model_reply(_reply(_CACHED))
         assert [_parts(r.usage) for r in store.model_replies()] == [
@@ -334,16 +334,16 @@ def test_a_schema_7_postgres_database_is_read_as_it_is_then_migrated(
     assert _postgres_parts(postgres_dsn) == [(None, None, None), (1024, 100, 200)]
     with psycopg.connect(postgres_dsn) as db:
         comment = "SELECT obj_description('veridic_schema'::regclass, 'pg_class')"
-        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 9)",)
+        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 10)",)
 
 
 def test_a_later_postgres_schema_than_9_is_refused(postgres_dsn: str) -> None:
     PostgresAuditSink(postgres_dsn).close()
     with psycopg.connect(postgres_dsn, autocommit=True) as db:
-        db.execute("UPDATE veridic_schema SET version = 10")
-        db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.9.1 (schema 10)'")
+        db.execute("UPDATE veridic_schema SET version = 11")
+        db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.9.1 (schema 11)'")
     for read_only in (False, True):
-        with pytest.raises(AuditRecordError, match="which knows versions up to 9"):
+        with pytest.raises(AuditRecordError, match="which knows versions up to 10"):
             PostgresAuditSink(postgres_dsn, read_only=read_only)
 
 

@@ -156,6 +156,10 @@ def _fill(store: Store) -> ModelCallRecord:
     return call
 
 
+_ADDED = ("options_sha256", "unlinked_sha256", "claim_token")
+"""The columns added in 9 and since: the rows are compared without them."""
+
+
 def _sqlite_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
     """Every row of every veridic table but the options digests, by table."""
     with sqlite3.connect(path) as db:
@@ -168,9 +172,7 @@ def _sqlite_rows(path: Path) -> dict[str, list[tuple[object, ...]]]:
         rows = {}
         for table in tables:
             columns = [
-                row[1]
-                for row in db.execute(f"PRAGMA table_info({table})")
-                if row[1] != "options_sha256"
+                row[1] for row in db.execute(f"PRAGMA table_info({table})") if row[1] not in _ADDED
             ]
             query = f"SELECT {', '.join(columns)} FROM {table} ORDER BY 1"
             rows[table] = db.execute(query).fetchall()
@@ -184,6 +186,9 @@ def _sqlite_at_8(path: Path) -> ModelCallRecord:
         call = _fill(store)
     with sqlite3.connect(path) as db:
         db.execute("ALTER TABLE veridic_model_calls DROP COLUMN options_sha256")
+        db.execute("DROP INDEX veridic_model_replies_unlinked")  # added in 10
+        db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")
         db.execute("UPDATE veridic_release SET release = 'veridic 0.8 (schema 8)'")
         db.execute("PRAGMA user_version = 8")
     db.close()
@@ -204,14 +209,14 @@ def test_a_schema_8_sqlite_file_migrates_to_9_keeping_every_row(tmp_path: Path) 
             assert len(store.records("req-old")) == 1
             assert len(store.model_replies("req-old")) == 1
     after = _sqlite_rows(path)
-    release = [(f"veridic {__version__} (schema 9)",)]
+    release = [(f"veridic {__version__} (schema 10)",)]
     assert after == {**before, "veridic_release": release}
     with SQLiteAuditSink(path) as store:
         new = _call(options_sha256="b" * 64)
         store.write_model_call(new)
         assert [c.options_sha256 for c in store.model_calls()] == ["", "b" * 64]
     with sqlite3.connect(path) as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (9,)
+        assert db.execute("PRAGMA user_version").fetchone() == (10,)
     db.close()
 
 
@@ -222,7 +227,7 @@ def test_veridic_audit_of_a_schema_8_file_says_its_calls_have_no_options_digest(
     _sqlite_at_8(path)
     assert main(["audit", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "the file holds audit schema version 8; its copy was migrated to version 9" in out
+    assert "the file holds audit schema version 8; its copy was migrated to version 10" in out
     assert "their model calls have no digest of the request's options" in out
     assert main(["audit", str(path), "--format", "json"]) == 0
     (request,) = json.loads(capsys.readouterr().out)["requests"]
@@ -252,7 +257,7 @@ def _postgres_rows(dsn: str) -> dict[str, list[tuple[object, ...]]]:
                     "ORDER BY ordinal_position",
                     (table,),
                 )
-                if name != "options_sha256"
+                if name not in _ADDED
             ]
             query = f"SELECT {', '.join(columns)} FROM {table} ORDER BY 1"
             rows[table] = db.execute(query).fetchall()
@@ -266,6 +271,8 @@ def test_a_schema_8_postgres_database_is_read_as_it_is_then_migrated_keeping_eve
         old = _fill(store)
     with psycopg.connect(postgres_dsn, autocommit=True) as db:
         db.execute("ALTER TABLE veridic_model_calls DROP COLUMN options_sha256")
+        db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")  # added in 10
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")  # added in 10
         db.execute("UPDATE veridic_schema SET version = 8")
         db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.8 (schema 8)'")
     before = _postgres_rows(postgres_dsn)
@@ -275,11 +282,11 @@ def test_a_schema_8_postgres_database_is_read_as_it_is_then_migrated_keeping_eve
         assert (read, read.call_id, read.options_sha256) == (old, old.call_id, "")
     assert main(["audit", postgres_dsn]) == 0
     out = capsys.readouterr().out
-    assert "schema version 8, and was read as it is, not migrated to version 9" in out
+    assert "schema version 8, and was read as it is, not migrated to version 10" in out
     assert "its model calls have no digest of the request's options" in out
     assert _postgres_rows(postgres_dsn) == before
     with PostgresAuditSink(postgres_dsn) as store:
-        assert store.schema_version == 9
+        assert store.schema_version == 10
         store.write_model_call(_call(options_sha256="b" * 64))
         assert [c.options_sha256 for c in store.model_calls()] == ["", "b" * 64]
         assert len(store.records("req-old")) == 1
@@ -287,10 +294,10 @@ def test_a_schema_8_postgres_database_is_read_as_it_is_then_migrated_keeping_eve
     after = _postgres_rows(postgres_dsn)
     assert after["veridic_model_calls"][:1] == before["veridic_model_calls"]
     del after["veridic_model_calls"], before["veridic_model_calls"]
-    assert after == {**before, "veridic_schema": [(9,)]}
+    assert after == {**before, "veridic_schema": [(10,)]}
     with psycopg.connect(postgres_dsn) as db:
         comment = "SELECT obj_description('veridic_schema'::regclass, 'pg_class')"
-        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 9)",)
+        assert db.execute(comment).fetchone() == (f"veridic {__version__} (schema 10)",)
 
 
 # --- 4. a review shows the digest where it shows the other two ------------------------------

@@ -16,7 +16,12 @@ policy) by their hash, so a key of any length is kept (a B-tree entry holds 2704
 at most); 8 adds the parts of each answer's usage beside its totals (cache reads, cache
 writes, reasoning; NULL where unknown, as for every answer recorded before), as SQLite's
 8 does; 9 adds each model call's digest of the request's options (``options_sha256``;
-earlier calls ``""``, not recorded), as SQLite's 9 does. Building an index holds up that
+earlier calls ``""``, not recorded), as SQLite's 9 does; 10 adds each paused run the
+token of the claim that took it (``claim_token``; runs claimed before have none) and
+keys each answer that names no call by the digest of its columns (``unlinked_sha256``,
+unique: two hosts writing one such answer at once keep it once; the answers kept before
+are keyed by the migration, a repeat of an earlier one excepted, and no row is dropped),
+as SQLite's 10 does. Building an index holds up that
 table's writers while it runs (a plain build, since ``CONCURRENTLY`` cannot run inside
 the migration's transaction): on tables of millions of rows, migrate while the hosts are
 quiet. Opening a store migrates in one transaction, under an advisory lock: concurrent
@@ -35,13 +40,14 @@ from typing import TYPE_CHECKING, Any, Final
 from veridic import __version__
 from veridic._sample import clip, quoted
 from veridic.errors import AuditRecordError
+from veridic.run._store import unlinked_keys
 
 if TYPE_CHECKING:
     import psycopg
 
 __all__ = ["LOCK_TIMEOUT", "VERSION", "check", "columns", "lacks", "prepare"]
 
-VERSION: Final = 9
+VERSION: Final = 10
 
 _LOCK: Final = 0x7665726964696300  # "veridic\0": the advisory lock migrations hold
 
@@ -209,6 +215,38 @@ def _to_9(db: psycopg.Connection[Any]) -> None:
     db.execute("ALTER TABLE veridic_model_calls ADD COLUMN options_sha256 TEXT NOT NULL DEFAULT ''")
 
 
+_ANSWER_10: Final = (
+    "time, request_id, prompt_sha256, response_id, model, stop_reason, tool_calls, "
+    "input_tokens, output_tokens, latency, call_id, cache_read_input_tokens, "
+    "cache_creation_input_tokens, reasoning_output_tokens"
+)
+"""The columns of an answer's row at version 10 but its key and id (SQLite's ``_ANSWER_10``)."""
+
+
+def _to_10(db: psycopg.Connection[Any]) -> None:
+    """Claim tokens of paused runs; the key of each answer that names no call.
+
+    The answers are read in binary: as text, a ``DOUBLE PRECISION`` may be printed
+    rounded (``extra_float_digits``, see ``PostgresAuditSink._check_kept``), and an answer
+    keyed from a rounded time would not be found by its own insert.
+    """
+    db.execute("ALTER TABLE veridic_paused_runs ADD COLUMN claim_token TEXT")
+    db.execute("ALTER TABLE veridic_model_replies ADD COLUMN unlinked_sha256 TEXT")
+    with db.cursor(binary=True) as read:
+        unlinked = read.execute(
+            f"SELECT id, {_ANSWER_10} FROM veridic_model_replies WHERE call_id IS NULL ORDER BY id"
+        ).fetchall()
+    with db.cursor() as update:
+        update.executemany(
+            "UPDATE veridic_model_replies SET unlinked_sha256 = %s WHERE id = %s",
+            unlinked_keys(unlinked),
+        )
+    db.execute(
+        "CREATE UNIQUE INDEX veridic_model_replies_unlinked "
+        "ON veridic_model_replies (unlinked_sha256)"
+    )
+
+
 _UNKNOWN_PARTS: Final = tuple((column, "NULL::BIGINT") for column in _USAGE_PARTS)
 """An answer's usage parts, read from a database before 8: unknown, as a migration leaves them
 (each is named once, in the columns ``veridic.run._store`` reads an answer's record from)."""
@@ -223,6 +261,7 @@ _READ_AS: Final[dict[int, tuple[tuple[str, str], ...]]] = {
     7: (*_UNKNOWN_PARTS, *_UNRECORDED_OPTIONS),
     8: _UNRECORDED_OPTIONS,
     9: (),
+    10: (),
 }
 """For each version a review reads without migrating, the columns it lacks, read as the value
 a migration gives them. A column is named with the table it is read from (``call_id FROM
@@ -235,6 +274,7 @@ _STEPS: Final[dict[int, tuple[Callable[[psycopg.Connection[Any]], None], int]]] 
     6: (_to_7, 7),
     7: (_to_8, 8),
     8: (_to_9, 9),
+    9: (_to_10, 10),
 }
 
 _LACKS: Final[dict[int, str]] = {
@@ -250,6 +290,10 @@ _LACKS: Final[dict[int, str]] = {
     8: (
         'its model calls have no digest of the request\'s options (options_sha256 ""), so '
         "which structured-output schema the model was given is not on record"
+    ),
+    9: (
+        "its paused runs claimed before have no claim token, and its answers that name no "
+        "call have no key (neither of which a review reads)"
     ),
 }
 """For each older version a review reads as it is, what it lacks, in words for a report."""
@@ -315,10 +359,11 @@ def prepare(db: psycopg.Connection[Any], where: str) -> None:
 def check(db: psycopg.Connection[Any], where: str) -> int:
     """The version of a database a review reads as it is, without writing it.
 
-    A database of version 5 to 8 is read too (version 5's tool-call records
+    A database of version 5 to 9 is read too (version 5's tool-call records
     have no ``call_id``: read as ``""``, as a migration would fill it in; the
     answers before 8 have no usage parts: read as NULL, unknown; the model calls
-    before 9 have no ``options_sha256``: read as ``""``, not recorded); the caller
+    before 9 have no ``options_sha256``: read as ``""``, not recorded; what 10
+    added, claim tokens and the keys of unlinked answers, no review reads); the caller
     reads it with :func:`columns`, and :func:`lacks` says what it misses.
 
     Raises:

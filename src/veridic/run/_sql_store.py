@@ -296,7 +296,7 @@ class SQLStore:
         """
         return self._run(_statements.pending_runs())
 
-    def claim_paused(self, request_id: str, /) -> PausedRun | None:
+    def claim_paused(self, request_id: str, /, *, token: str | None = None) -> PausedRun | None:
         """The run paused under ``request_id``, for one caller only; ``None`` once claimed.
 
         Two requests that bring the user's answers at once (a double click,
@@ -319,15 +319,28 @@ class SQLStore:
         An application that trusts it dates the run itself,
         ``dataclasses.replace(paused, paused_at=...)``, in the process that resumes it.
 
+        A claim leaves a token in the rows it takes, and a claim that brings the same token
+        again gets the same run back (taking nothing saved since); any other claim gets
+        ``None``. So a claim whose answer was lost is safe to send again: the store does so
+        itself after a dropped connection (with a token of its own, made for the call),
+        and a caller whose answer was lost above the store (a handler cancelled while the
+        claim ran, a client that retries a request whose response it never got) passes
+        ``token``: new for each attempt to claim (``secrets.token_hex(16)``, or the
+        idempotency key the client sends again with its retry), and brought again only by
+        that attempt's retry. Two claims that bring one token both get the run: never
+        derive it from the request id or the run. A resume of a run it already resumed
+        is refused for the calls that ran (see :meth:`ModelGateway.resume
+        <veridic.ModelGateway.resume>`).
+
         Raises:
-            AuditRecordError: ``request_id`` is empty or holds a NUL or a lone
-                surrogate (:meth:`save_paused` refuses such a run), or the row
+            AuditRecordError: ``request_id`` or ``token`` is empty or holds a NUL or a
+                lone surrogate (:meth:`save_paused` refuses such a run), or the row
                 claimed holds the paused run of another request, or no paused run
                 this veridic reads (edited, or restored from elsewhere: the message
                 says why, as :meth:`PausedRun.from_json` does; the request's saves
                 stay claimed).
         """
-        return self._run(_statements.claim_paused(repr(self), request_id))
+        return self._run(_statements.claim_paused(repr(self), request_id, token))
 
 
 class AsyncSQLStore:
@@ -448,6 +461,9 @@ class AsyncSQLStore:
         """As :meth:`SQLStore.pending_runs`."""
         return await self._arun(_statements.pending_runs())
 
-    async def aclaim_paused(self, request_id: str, /) -> PausedRun | None:
-        """As :meth:`SQLStore.claim_paused`."""
-        return await self._arun(_statements.claim_paused(repr(self), request_id))
+    async def aclaim_paused(
+        self, request_id: str, /, *, token: str | None = None
+    ) -> PausedRun | None:
+        """As :meth:`SQLStore.claim_paused`. A task cancelled while the claim runs may
+        leave it committed and its answer unread: claim again with the same ``token``."""
+        return await self._arun(_statements.claim_paused(repr(self), request_id, token))

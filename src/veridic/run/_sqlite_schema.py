@@ -52,6 +52,16 @@ it holds without a table of its own. Versions:
    them), so a review can tell which schema the model was given; the calls
    recorded before get ``""``, "not recorded". A writer of 8 still running
    keeps writing to the migrated file, its calls' digest ``""``.
+10. A claim of a paused run leaves its token in the rows it takes
+    (``veridic_paused_runs.claim_token``), so a claim sent again with its token
+    (its answer lost) gets the same run back, and no other claim does; runs claimed
+    before have none (NULL), and stay claimed. An answer that names no call is keyed
+    by the digest of its columns (``veridic_model_replies.unlinked_sha256``, unique),
+    so one written twice is kept once, atomically; the unlinked answers kept before
+    are keyed by the migration, a repeat of an earlier one (NULL) excepted, and no row
+    is dropped. A writer of 9 still running keeps writing to the migrated file: its
+    claims leave no token, and its unlinked answers no key (checked as before, and
+    not found by a new writer's key).
 
 Opening a store brings the database to :data:`VERSION` in one immediate
 transaction: concurrent openers (threads, processes) wait for the first one
@@ -70,10 +80,11 @@ from typing import Final
 from veridic import __version__
 from veridic._sample import clip
 from veridic.errors import AuditRecordError
+from veridic.run._store import unlinked_keys
 
 __all__ = ["VERSION", "busy", "lacks", "prepare"]
 
-VERSION: Final = 9
+VERSION: Final = 10
 
 _RELEASE: Final = f"veridic {__version__} (schema {VERSION})"
 """What a migration writes in ``veridic_release``: which veridic wrote the file, for the
@@ -297,6 +308,9 @@ def _shape(db: sqlite3.Connection) -> int:
     if not _has_table(db, "veridic_audit"):
         return 0
     if _has_table(db, "veridic_release"):
+        paused = {row[1] for row in db.execute("PRAGMA table_info(veridic_paused_runs)")}
+        if "claim_token" in paused:
+            return 10
         calls = {row[1] for row in db.execute("PRAGMA table_info(veridic_model_calls)")}
         if "options_sha256" in calls:
             return 9
@@ -438,6 +452,31 @@ def _to_9(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE veridic_model_calls ADD COLUMN options_sha256 TEXT NOT NULL DEFAULT ''")
 
 
+_ANSWER_10: Final = (
+    "time, request_id, prompt_sha256, response_id, model, stop_reason, tool_calls, "
+    "input_tokens, output_tokens, latency, call_id, cache_read_input_tokens, "
+    "cache_creation_input_tokens, reasoning_output_tokens"
+)
+"""The columns of an answer's row at version 10 but its key and id, in the order of the
+insert whose values :func:`~veridic.run._store.unlinked_sha256` keys."""
+
+
+def _to_10(db: sqlite3.Connection) -> None:
+    """Claim tokens of paused runs; the key of each answer that names no call."""
+    db.execute("ALTER TABLE veridic_paused_runs ADD COLUMN claim_token TEXT")
+    db.execute("ALTER TABLE veridic_model_replies ADD COLUMN unlinked_sha256 TEXT")
+    unlinked = db.execute(
+        f"SELECT id, {_ANSWER_10} FROM veridic_model_replies WHERE call_id IS NULL ORDER BY id"
+    ).fetchall()
+    db.executemany(
+        "UPDATE veridic_model_replies SET unlinked_sha256 = ? WHERE id = ?", unlinked_keys(unlinked)
+    )
+    db.execute(
+        "CREATE UNIQUE INDEX veridic_model_replies_unlinked "
+        "ON veridic_model_replies (unlinked_sha256)"
+    )
+
+
 _LACKS: Final[dict[int, str]] = {
     2: "they have record ids given by the migration, not by the call",
     4: "they have no duration (0.0) and no arguments digest",
@@ -450,6 +489,7 @@ _LACKS: Final[dict[int, str]] = {
         'their model calls have no digest of the request\'s options (options_sha256 ""), so '
         "which structured-output schema the model was given is not on record"
     ),
+    9: "their paused runs claimed before have no claim token (which no review reads)",
 }
 """For each older version, what its records lack once migrated (a migration cannot know
 it), in words for a report."""
@@ -470,5 +510,6 @@ _STEPS: Final[tuple[Callable[[sqlite3.Connection], None], ...]] = (
     _to_7,
     _to_8,
     _to_9,
+    _to_10,
 )
 """``_STEPS[v]`` takes a database of version ``v`` to ``v + 1`` (version 0: empty)."""

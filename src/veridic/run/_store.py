@@ -9,20 +9,21 @@ conditions, never compared to ``1``), and each store supplies only how a
 statement reaches its database, through the methods of
 :mod:`veridic.run._sql_store` (private too: the stores are the public names).
 
-Every statement says whether running it twice is harmless: inserts of
-records keyed by their own id are (``ON CONFLICT DO NOTHING``), and so is a
-save of a paused run (kept once while unclaimed), so a store may send one
-again after a lost connection; claiming a paused run is not (the second try
-would find the run taken and hand it to nobody). An insert keyed by its id
-that adds no row (its rowcount is 0) is checked against the row already under
-that id (:class:`Keyed`): the same record is a retry, kept once; another one
-is refused, never dropped.
+Every statement is harmless to run twice, so a store sends one again after a
+lost connection: inserts of records keyed by their own id (``ON CONFLICT DO
+NOTHING``; an answer that names no call is keyed by the digest of its columns),
+a save of a paused run (kept once while unclaimed), and a claim of a paused run,
+which carries a token that a second try brings again (:func:`claim_paused`). An
+insert keyed by its id that adds no row (its rowcount is 0) is checked against
+the row already under that id (:class:`Keyed`): the same record is a retry,
+kept once; another one is refused, never dropped.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 import sys
 import time as _time
 from collections.abc import Callable, Mapping, Sequence
@@ -75,8 +76,6 @@ class Statement(Generic[T]):
     sql: str
     params: tuple[object, ...]
     answer: Callable[[Rows], T]
-    idempotent: bool = True
-    """Whether sending it again after a lost connection is harmless."""
     keyed: Keyed | None = None
     """For an insert of a record keyed by its own id: how to check a row already there."""
     record: object = None
@@ -430,42 +429,52 @@ def write_model_reply(where: str, record: object) -> Statement[None]:
         *_stored_parts(usage),
     )
     if not record.call_id:
-        match = tuple(
-            value for name, value in zip(_REPLY_NAMES, row, strict=True) if name != "call_id"
-        )
-        return Statement(_INSERT_UNLINKED_REPLY, row + match, nothing, record=record)
+        keyed = (*row, unlinked_sha256(row))
+        return Statement(_INSERT_UNLINKED, keyed, nothing, keyed=_KEYED_UNLINKED, record=record)
     return Statement(_INSERT_REPLY, row, nothing, keyed=_KEYED_REPLY, record=record)
 
 
-def _unlinked_reply_insert() -> str:
-    """The insert of an answer that names no call: unless the same answer is kept already.
+def unlinked_sha256(row: Sequence[object]) -> str:
+    """The key of an answer that names no call: the SHA-256 of its columns' values.
 
     An answer recorded before records had ids (read back from an earlier release's
-    store, or one a migration kept without its link) has no key (``call_id`` NULL),
-    so ``ON CONFLICT`` never held it back: written again (a retry, a copy run twice)
-    it was kept twice, and a review counted its tokens twice. Without a key in the
-    schema, what is the same answer is every column alike (a count unknown, NULL,
-    alike only with another unknown one); one that differs in any is another answer,
-    kept beside it. The row's parameters come twice: the values, then the match.
+    store, or one a migration kept without its link) has no key (``call_id`` NULL), so
+    ``ON CONFLICT`` never held it back: written again (a retry, a copy run twice) it was
+    kept twice, and a review counted its tokens twice. What is the same answer is every
+    column alike (a count unknown, NULL, alike only with another unknown one), so its key
+    is the digest of them all; one that differs in any is another answer, kept beside it.
+
+    The key sits in a column of its own under a unique index, which makes the check
+    atomic: ``INSERT ... WHERE NOT EXISTS`` was not on Postgres, where two hosts writing
+    the same answer at once (READ COMMITTED) each looked before the other's row was
+    committed, and both inserted. An index over the columns themselves could not hold a
+    long request id or tool list (a B-tree entry holds 2704 bytes), nor treat two NULL
+    counts as alike before Postgres 15. The values are those of the insert (``row``, in
+    the order of the columns, ``call_id`` ``None``), as a store reads them back: a float
+    is written by ``repr``, which gives it back exactly, so a migration that keys the rows
+    already kept (it reads them as they are) gives an answer the key its insert gives it.
+    ``default=repr`` keys a value veridic never writes (a BLOB another program wrote).
     """
-    marks = ",".join("?" * len(_REPLY_NAMES))
-    alike = " AND ".join(
-        "call_id IS NULL"
-        if name == "call_id"
-        # A token count is NULL where the provider did not say; never -1.
-        else f"COALESCE({name}, -1) = COALESCE(?, -1)"
-        if name.endswith("_tokens")
-        else f"{name} = ?"
-        for name in _REPLY_NAMES
-    )
-    return (
-        f"INSERT INTO veridic_model_replies ({_REPLY_COLUMNS}) SELECT {marks} WHERE NOT EXISTS "
-        f"(SELECT 1 FROM veridic_model_replies WHERE {alike})"
-    )
+    return hashlib.sha256(json.dumps(list(row), default=repr).encode()).hexdigest()
 
 
-_REPLY_NAMES: Final = tuple(_REPLY_COLUMNS.split(", "))
-_INSERT_UNLINKED_REPLY: Final = _unlinked_reply_insert()
+def unlinked_keys(rows: Rows) -> list[tuple[str, object]]:
+    """The key (:func:`unlinked_sha256`) and id of each answer kept without its call's id
+    that repeats none before it, for a migration that keys the answers already kept.
+
+    ``rows`` are ``(id, *columns)`` in the order kept, the columns those of the insert. A
+    repeat (two writers that raced, before the key) keeps no key, NULL: the unique index
+    holds it, and the migration drops no row.
+    """
+    keys: dict[str, object] = {}
+    for row_id, *columns in rows:
+        keys.setdefault(unlinked_sha256(columns), row_id)
+    return list(keys.items())
+
+
+_UNLINKED_COLUMNS: Final = f"{_REPLY_COLUMNS}, unlinked_sha256"
+_INSERT_UNLINKED: Final = _insert("veridic_model_replies", _UNLINKED_COLUMNS, "unlinked_sha256")
+_KEYED_UNLINKED: Final = Keyed("veridic_model_replies", _UNLINKED_COLUMNS, "unlinked_sha256")
 
 
 def _stored_parts(usage: Usage | None) -> tuple[int | None, ...]:
@@ -588,8 +597,9 @@ def save_paused(where: str, paused: object) -> Statement[None]:
     )
 
 
-def claim_paused(where: str, request_id: str) -> Statement[PausedRun | None]:
+def claim_paused(where: str, request_id: str, token: str | None) -> Statement[PausedRun | None]:
     check_key(request_id, "claim_paused()")
+    claim = secrets.token_hex(16) if token is None else _claim_token(token)
     # The document is handed out as saved: the row's time never dates a run saved undated
     # (format 5): it is the saving host's clock, not the gateway's, later than the pause, and
     # no digest covers it (SQLStore.claim_paused says so to the caller).
@@ -597,13 +607,35 @@ def claim_paused(where: str, request_id: str) -> Statement[PausedRun | None]:
     # a run saved twice (save_paused sent again, an application that saved it on two hosts)
     # was handed out once per save, its second claim taking the earlier save, so a double
     # click resumed it twice. One statement: no second claim sees any row unclaimed.
+    # The claim leaves its token in the rows it took. Sent again (a lost answer), it finds
+    # them by the token and hands out the same run, taking nothing more: a save made since
+    # waits for a claim of its own. Once any row holds the token, no unclaimed row is taken.
+    # Was: sent again, it found the run taken and gave it to nobody, so it was never sent
+    # again, and a claim whose answer a dropped connection lost lost the run with it.
     return Statement(
-        "UPDATE veridic_paused_runs SET claimed = ? WHERE request_id = ? AND claimed IS NULL "
+        "UPDATE veridic_paused_runs SET claimed = COALESCE(claimed, ?), claim_token = ? "
+        "WHERE request_id = ? AND (claim_token = ? OR claimed IS NULL AND NOT EXISTS "
+        "(SELECT 1 FROM veridic_paused_runs WHERE request_id = ? AND claim_token = ?)) "
         "RETURNING id, document",
-        (_time.time(), request_id),
+        (_time.time(), claim, request_id, claim, request_id, claim),
         lambda rows: None if not rows else _claimed(where, request_id, max(rows)[1]),
-        # Sent again after a lost answer, the claim would find the run taken: nobody gets it.
-        idempotent=False,
+    )
+
+
+def _claim_token(token: object) -> str:
+    """A caller's claim token, refused unless every store keeps it as it is.
+
+    Raises:
+        AuditRecordError: ``token`` is not a non-empty string without NUL or lone
+            surrogates (as :func:`check_key` refuses a key).
+    """
+    if isinstance(token, str) and token.strip() and _storable(token) == token:
+        return token
+    raise AuditRecordError(
+        f"claim_paused() got the token {quoted(token, 80)}: pass a non-empty string without "
+        "NUL or lone surrogates, new for each attempt to claim and brought again only by "
+        "that attempt's retry (secrets.token_hex(16), or the idempotency key a client sends "
+        "again when it retries a request): two claims that bring one token both get the run"
     )
 
 

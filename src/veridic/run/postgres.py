@@ -17,12 +17,13 @@ Two classes, one per kind of caller:
   ``AsyncConnectionPool``: ``async with AsyncPostgresAuditSink(dsn) as store``.
 
 Each statement runs on a connection in autocommit mode: a record is
-committed when its write returns. A write whose connection is lost (the
-server restarted, a proxy dropped an idle connection) is sent once more on
-a fresh connection when sending it twice is harmless (every record carries
-its own id, and the store keeps one row per id; a paused run waiting is kept
-once however often it is saved); otherwise (a claim), and when the
-server stays away longer than ``timeout``, the write raises ``psycopg``'s
+committed when its write returns. A statement whose connection is lost (the
+server restarted, a proxy dropped an idle connection, perhaps after the
+commit) is sent once more on a fresh connection, since sending any twice is
+harmless: every record carries its own id, and the store keeps one row per
+id; a paused run waiting is kept once however often it is saved; and a claim
+brings its token again, which hands out the run the first try took. When the
+server stays away longer than ``timeout``, the statement raises ``psycopg``'s
 ``OperationalError`` with a note that names the store and what to do. A
 statement the server refuses (a limit, a statement timeout) is never sent again:
 it is raised at once, with a note saying the server refused it. The
@@ -190,13 +191,13 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         sql = _placeholders(statement.sql)
         if self._schema != _postgres_schema.VERSION:  # a review of an older database
             sql = _postgres_schema.columns(sql, self._schema)
-        rows, added = self._sent(sql, statement.params, statement.idempotent)
+        rows, added = self._sent(sql, statement.params)
         if statement.keyed is not None and added == 0:  # a retry, or another record
             self._check_kept(statement.keyed, statement)
         return statement.answer(rows)
 
     def _insert(self, statement: Statement[None]) -> None:
-        _, added = self._sent(_INSERT, statement.params, True, rows=False)
+        _, added = self._sent(_INSERT, statement.params, rows=False)
         if added == 0:  # a retry, or another record under its id
             self._check_kept(KEYED_AUDIT, statement)
 
@@ -211,14 +212,13 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
         refused as another one.
         """
         read = keyed.stored(statement.params)
-        rows, _ = self._sent(_placeholders(read.sql), read.params, True, binary=True)
+        rows, _ = self._sent(_placeholders(read.sql), read.params, binary=True)
         check_kept(self, statement, rows)
 
     def _sent(
         self,
         sql: str,
         params: tuple[object, ...],
-        idempotent: bool,
         *,
         rows: bool = True,
         binary: bool = False,
@@ -243,20 +243,19 @@ class PostgresAuditSink(SQLStore, AsyncSQLStore):
                 error.add_note(f"{self!r} was closed: open a new store to write to it")
                 raise
             if _waited(error):
-                raise _noted(error, self, idempotent) from None
+                raise _noted(error, self) from None
             # What ended this connection (a restart, a failover, the server ending idle
             # sessions) ended the pool's idle ones too: the next ones taken, the retry's
             # first, were as dead, so the writes after a restart failed one by one.
             self._pool.check()
-            if not idempotent:
-                raise _noted(error, self, idempotent) from None
-        # The connection was lost (the pool discarded it): once more, on a fresh one.
+        # The connection was lost (the pool discarded it): once more, on a fresh one. Every
+        # statement is harmless to send twice (see veridic.run._store), a claim too.
         try:
             return self._send(sql, params, rows, binary)
         except self._psycopg.OperationalError as error:
             if _answered(error):  # reached this time, and refused: as the first try's
                 raise _refused(error, self) from None
-            raise _noted(error, self, idempotent) from None
+            raise _noted(error, self) from None
 
     def _send(
         self, sql: str, params: tuple[object, ...], rows: bool, binary: bool
@@ -535,13 +534,11 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
                 "or `await store.open()` first"
             )
         sql = _placeholders(statement.sql)
-        rows, added = await self._asent(pool, sql, statement.params, statement.idempotent)
+        rows, added = await self._asent(pool, sql, statement.params)
         if statement.keyed is not None and added == 0:  # a retry, or another record
             read = statement.keyed.stored(statement.params)
             # In binary, as the blocking store's _check_kept says: a float exactly.
-            stored, _ = await self._asent(
-                pool, _placeholders(read.sql), read.params, True, binary=True
-            )
+            stored, _ = await self._asent(pool, _placeholders(read.sql), read.params, binary=True)
             check_kept(self, statement, stored)
         return statement.answer(rows)
 
@@ -550,14 +547,13 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
         pool: psycopg_pool.AsyncConnectionPool[Any],
         sql: str,
         params: tuple[object, ...],
-        idempotent: bool,
         *,
         binary: bool = False,
     ) -> tuple[Rows, int]:
         """The rows of ``sql`` (``%s`` placeholders) and its rowcount, sent again if the
         connection was lost (as :meth:`PostgresAuditSink._sent`)."""
         lost: psycopg.OperationalError | None = None
-        for _ in range(2 if idempotent else 1):
+        for _ in range(2):
             try:
                 db = await pool.getconn()  # as the blocking store: no commit on return
                 try:
@@ -570,11 +566,11 @@ class AsyncPostgresAuditSink(AsyncSQLStore):
                 if _answered(error):
                     raise _refused(error, self) from None
                 if _waited(error):
-                    raise _noted(error, self, idempotent) from None
+                    raise _noted(error, self) from None
                 await pool.check()  # its idle connections died with this one (as above)
                 lost = error
         assert lost is not None  # the loop ran and every try failed
-        raise _noted(lost, self, idempotent) from None
+        raise _noted(lost, self) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -642,20 +638,15 @@ def _refused(error: psycopg.OperationalError, store: object) -> Exception:
     return error
 
 
-def _noted(error: psycopg.OperationalError, store: object, idempotent: bool) -> Exception:
+def _noted(error: psycopg.OperationalError, store: object) -> Exception:
     """``error`` with a note that says which store failed and what to do about it."""
-    if idempotent:
-        advice = (
-            "the statement may or may not have been committed; sending it again is safe (a "
-            "record's id makes a second copy impossible): write the record again once the "
-            "server is back"
-        )
-    else:
-        advice = (
-            "it was not sent again, since doing it twice is not harmless: check the store "
-            "(pending_runs()) once the server is back before you repeat it"
-        )
-    error.add_note(f"{store!r} could not reach the server ({type(error).__name__}): {advice}")
+    error.add_note(
+        f"{store!r} could not reach the server ({type(error).__name__}): the statement may "
+        "or may not have been committed; sending it again is safe (a record's id makes a "
+        "second copy impossible, and a claim of a paused run brought again with its token "
+        "hands out the run it took): write the record again, or claim again with the same "
+        "token, once the server is back"
+    )
     return error
 
 
