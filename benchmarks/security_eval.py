@@ -695,7 +695,8 @@ class _Placement:
     turn: bool = False
     """The text is someone's own words (a user or assistant turn), not data."""
     drops_empty: bool = False
-    """An empty text renders as no text at all (an empty assistant turn): not a placement."""
+    """An empty or blank text renders as no text at all (an assistant turn of nothing but
+    whitespace, which the Messages API would reject as a text block): not a placement."""
 
 
 @dataclass(frozen=True)
@@ -791,7 +792,7 @@ def _check_composition(
         if payload.strip():
             run.report("break", position, f"a data position refused it: {error}", mode)
         return
-    if not payload and placement.drops_empty:
+    if not payload.strip() and placement.drops_empty:
         return
     run.tally(position).placements += 1
     if mode is not None:

@@ -343,6 +343,27 @@ def test_drift_of_a_megabyte_value_keeps_each_property_to_2000_characters(
     )
 
 
+def test_drift_of_a_tool_named_with_a_megabyte_keeps_its_logical_location_short(
+    app: Write, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A committed manifest naming a tool of a megabyte, which the registry lacks: the
+    finding's properties were clipped, but its logical location (name and fully qualified
+    name) still copied the tool's name whole, twice, a result of two megabytes."""
+    name = app(CLEAN)
+    assert run(capsys, "manifest", f"{name}:registry", "-o", "manifest.json")[0] == 0
+    committed = json.loads((project / "manifest.json").read_text())
+    huge = "gone_" + "x" * 1_000_000
+    committed["tools"][huge] = committed["tools"]["find_user"]
+    (project / "manifest.json").write_text(json.dumps(committed, indent=2, sort_keys=True) + "\n")
+    code, log = sarif(capsys, "check", f"{name}:registry", "--manifest", "manifest.json")
+    assert code == 1
+    (removed,) = [r for r in results(log) if r["ruleId"] == "drift"]
+    (logical,) = removed["locations"][0]["logicalLocations"]
+    clipped = f"tool {huge[:1995]}… ({len(huge) + 5} chars)"
+    assert logical == {"name": clipped, "fullyQualifiedName": clipped, "kind": "function"}
+    assert len(json.dumps(removed)) < 10_000
+
+
 HATCHES = """\
 from typing import cast
 

@@ -351,6 +351,22 @@ def test_anthropic_sends_no_text_block_of_only_whitespace(space: str, with_call:
     assert turn["content"] == space  # Chat Completions takes it as it is
 
 
+@given(space=st.text(alphabet=" \t\n\r\u00a0\u2003"))
+def test_anthropic_refuses_a_user_turn_of_no_text_rather_than_leave_it_out(space: str) -> None:
+    """Composer refuses a user turn of only whitespace; one built by hand was left out of the
+    Messages API's request without a word, which made the assistant turn before it the
+    start of the model's answer (a prefill) instead of a turn the user answered."""
+    prompt = Prompt(
+        (
+            Message("user", "Refund order 7?", ("Refund order 7?",)),
+            Message("assistant", "Shall I refund it?", ("Shall I refund it?",)),
+            Message("user", space, (space,)),
+        )
+    )
+    with pytest.raises(VeridicError, match=r"message 2 of prompt \w+ is a user turn of no text"):
+        prompt.to_anthropic()
+
+
 def _documented_sha256(prompt: Prompt) -> str:
     """Prompt.sha256 as its docstring defines it, written out without veridic's helpers."""
     import hashlib

@@ -231,3 +231,31 @@ def test_an_unwritten_record_under_an_interrupt_is_logged_escaped_and_clipped(
     assert "outcome=<CallOutcome.FAILED" in logged  # the record's fields before its call id
     notes = caught.value.__notes__
     assert all(len(note) < 1000 and "\u202e" not in note for note in notes)
+
+
+def test_a_failed_handler_is_logged_with_its_call_id_escaped_and_clipped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A handler's failure is logged with the request and the call id: the call id was given
+    by ``%r``, whole, and execute() takes the caller's (a model's), so a call id of a
+    megabyte made a log line of one for every failed call."""
+    call_id = "call-\u202e" + "c" * 1_000_000
+    view = _view([])
+    with caplog.at_level(logging.WARNING, logger="veridic.executor"):
+        result = execute(
+            view,
+            "send_reminder",
+            {"order": "A-17"},
+            policy=_policy(view),
+            audit=FailingSink(room=1),
+            request_id="req-9",
+            prompt=PROMPT,
+            call_id=call_id,
+        )
+    assert not result.ok
+    (logged,) = [r.getMessage() for r in caplog.records if "failed (request" in r.getMessage()]
+    assert len(logged) < 5_000
+    assert "\u202e" not in logged
+    assert "call id 'call-\\u202eccc" in logged
+    assert f"({len(call_id)} chars)" in logged  # says it is cut, and how long the id is
+    assert "ConnectionError: 'mail server down'" in logged  # the handler's own message whole

@@ -30,7 +30,10 @@ result per report item:
   drifted description's ``[text](url)``) is never shown as a link. Past 2000
   characters it is clipped, with its length (``… (N chars)``): GitHub refuses a
   whole upload past 10 MB gzipped, and one finding quoting a huge text could
-  lose every alert of the run. The fingerprint is of the whole message;
+  lose every alert of the run. The fingerprint is of the whole message. Every
+  text in ``properties`` (a drift's old and new values, keys too, a hatch's
+  source text) and the tool's name as a logical location (a committed
+  manifest's, a server's) is clipped so too;
 - ``automationDetails.id`` is ``veridic/COMMAND/``, so the runs of ``lint``
   and ``hatches`` uploaded for one commit are two categories, and neither
   replaces the other.
@@ -187,6 +190,7 @@ def _result(
     location: dict[str, object] = {}
     logical = item.subject if item.subject is not None else _str_or_none(data.get("subject"))
     if logical is not None:
+        logical = cut_short(logical, _MESSAGE_LIMIT)  # outside text: a manifest's tool
         location["logicalLocations"] = [
             {"name": logical, "fullyQualifiedName": logical, "kind": "function"}
         ]

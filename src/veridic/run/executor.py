@@ -1574,15 +1574,18 @@ class _Call:
         veridic writes it (:func:`~veridic._sample.class_named`: escaped and clipped unless
         it is printable text of at most 256 characters, with nothing a CI runner would
         obey): a task queue's client or an RPC library names the class of a remote error
-        by what the remote end sent, which could otherwise forge log lines too.
+        by what the remote end sent, which could otherwise forge log lines too. The tool,
+        the request and the call id are clipped (:func:`~veridic._sample.clip`): the call
+        id is the caller's, a model's, of any length, and the log line of every failed
+        call carried it whole.
         """
         kind = class_named(error)
         _log.warning(
-            "the handler of tool %r failed (request %r, call id %r), so the model was told "
+            "the handler of tool %s failed (request %s, call id %s), so the model was told "
             "only %s: %s: %r\n%s",
-            tool.name,
-            self.request_id,
-            self.call_id,
+            clip(tool.name),
+            clip(self.request_id),
+            clip(self.call_id),
             kind,
             kind,
             message,
@@ -1840,12 +1843,12 @@ def _follow_up_failed(
     """
     what = "happened: a delegated tool finished it" if event.allowed else "refused"
     _log.error(
-        "the follow-up audit record of %s (%s at %s after the call of %r had ended, "
-        "request %r) could not be written\n%s",
+        "the follow-up audit record of %s (%s at %s after the call of %s had ended, "
+        "request %s) could not be written\n%s",
         ", ".join(event.operations),
         what,
         event.where,
-        tool.name,
-        request_id,
+        clip(tool.name),
+        clip(request_id),
         traceback_shown(failure),
     )

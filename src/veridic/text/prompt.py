@@ -371,8 +371,9 @@ class Prompt:
         The API rejects a text block that is empty or only whitespace, so an assistant
         message's text of that kind is not sent: its tool calls and thinking blocks go
         alone, and a turn with nothing else is left out (the hash, the document and
-        :meth:`to_openai` keep the text as it is). A user turn cannot be so:
-        :class:`~veridic.Composer` refuses it.
+        :meth:`to_openai` keep the text as it is). A user turn of that kind
+        (:class:`~veridic.Composer` refuses one; built by hand) is refused: left out,
+        it would make the assistant turn before it the start of the model's answer.
 
         A tool call's arguments go as the parsed ``input`` object; they must read
         one way only, so text that gives a key twice (the hash and the document
@@ -385,8 +386,9 @@ class Prompt:
                 not make its text (in report mode: logged, and rendered).
             VeridicError: the conversation is empty or does not start with a
                 user turn, which the Messages API rejects; the prompt holds
-                OpenAI reasoning items (see :func:`check_reasoning`); or a tool
-                call's arguments are not a JSON object, or give a key twice.
+                OpenAI reasoning items (see :func:`check_reasoning`); a user turn has
+                no text but whitespace; or a tool call's arguments are not a JSON
+                object, or give a key twice.
         """
         check_reasoning(self, "anthropic", "the Anthropic Messages API (to_anthropic)")
         check_rendered(self, "Prompt.to_anthropic()")
@@ -399,7 +401,7 @@ class Prompt:
                 "assistant" if message.role == "assistant" else "user"
             )
             thinking: list[AnthropicBlock] = [_anthropic_block(i) for i in message.reasoning]
-            blocks = _anthropic_blocks(message, index)
+            blocks = _anthropic_blocks(message, index, self.sha256)
             if not blocks and not thinking:
                 # An empty assistant turn carries nothing, and the Messages API
                 # rejects an empty content list: there is nothing to send.
@@ -543,7 +545,7 @@ def _openai_call(call: ToolCall) -> OpenAIToolCall:
     }
 
 
-def _anthropic_blocks(message: Message, index: int) -> list[AnthropicBlock]:
+def _anthropic_blocks(message: Message, index: int, prompt_sha256: str) -> list[AnthropicBlock]:
     if message.role == "tool":
         result: AnthropicToolResultBlock = {
             "type": "tool_result",
@@ -554,9 +556,18 @@ def _anthropic_blocks(message: Message, index: int) -> list[AnthropicBlock]:
             result["is_error"] = True
         return [result]
     blocks: list[AnthropicBlock] = []
+    blank = not message.content or message.content.isspace()
+    if blank and message.role == "user":
+        raise VeridicError(
+            f"message {index} of prompt {prompt_sha256[:12]} is a user turn of no text "
+            f"({clip(message.content)}), which the Messages API rejects, and left out it "
+            "would make the assistant turn before it the start of the model's answer: "
+            "leave the message out of the prompt, or say something in it (Composer.user() "
+            "refuses such a turn)"
+        )
     # The Messages API rejects a text block of only whitespace (a model's "\n\n" before
     # its tool calls, an assistant turn of spaces): it says nothing, so it goes as no block.
-    if message.content and not message.content.isspace():
+    if not blank:
         blocks.append({"type": "text", "text": message.content})
     for call in message.tool_calls:
         arguments = _tool_input(call, index)
