@@ -508,7 +508,7 @@ def test_a_deny_item_that_is_no_name_is_refused_not_cached_stale() -> None:
     registry = _site()
     blocked = _Names()
     # Was taken as a list of names, and its first answer kept for the object in the cache.
-    with pytest.raises(VeridicError, match="the view's deny filter got .*_Names"):
+    with pytest.raises(VeridicError, match=r"the view's deny filter got .*_Names"):
         registry.view(deny=[blocked])  # type: ignore[list-item]  # not a name, on purpose
 
 
