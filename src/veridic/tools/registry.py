@@ -951,12 +951,10 @@ def _view_key(
             denied.append(item)
         else:  # not a name: build_view says what is wrong with it
             return None
-    try:
-        key = (frozenset(roles), None if allow is None else frozenset(allow), tuple(denied))
-        hash(key)
+    try:  # denied holds names and hashable fields only: the frozensets hash the rest
+        return (frozenset(roles), None if allow is None else frozenset(allow), tuple(denied))
     except TypeError:  # an unhashable role or name: build_view says what is wrong with it
         return None
-    return key
 
 
 def _folded(name: str) -> str:

@@ -938,15 +938,17 @@ def filter_items(given: object, what: str, origin: str) -> tuple[Any, ...]:
         VeridicError: ``given`` holds no items (``roles=3`` was a bare ``TypeError``,
             ``'int' object is not iterable``).
     """
-    lone = callable(given) if what == "predicates" else isinstance(given, str | Deny)
-    if lone:
+    if callable(given) if what == "predicates" else isinstance(given, str | Deny):
         return (given,)
-    if not isinstance(given, Iterable):
+    try:  # not isinstance(given, Iterable) first: this is every request's view() call
+        return tuple(given)  # type: ignore[arg-type]  # refused below when no iterable
+    except TypeError:
+        if isinstance(given, Iterable):
+            raise  # from the iterable's own code: not about the filter
         raise VeridicError(
             f"{origin} got {what}={quoted(given)}, {a_type(given)}: pass a list, or one item "
             f"alone, e.g. {_FILTER_EXAMPLES[what]}"
-        )
-    return tuple(given)
+        ) from None
 
 
 def _known(names: Iterable[str], registered: set[str], where: str) -> Iterable[str]:
