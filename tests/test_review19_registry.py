@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from decimal import Decimal
 from typing import ClassVar
 
 import pytest
@@ -420,3 +421,114 @@ def test_an_empty_name_is_refused_not_replaced_by_the_functions() -> None:
     with pytest.raises(VeridicError, match="is not a valid tool name"):
         registry.tool(kind="query", name="")(_handler())
     assert registry.names() == frozenset()
+
+
+# --- the second read -------------------------------------------------------------------------
+
+
+def _echo_tool(registry: Registry, name: str, annotation: object, default: object) -> None:
+    """Register a tool ``name`` of one parameter ``x`` that gives back ``repr(x)``."""
+
+    def echo(x: int = 0) -> str:
+        """Give back the argument the call ended up with, as Python writes it.
+
+        Args:
+            x: The argument.
+        """
+        return repr(x)
+
+    echo.__annotations__["x"] = annotation
+    echo.__defaults__ = (default,)
+    registry.tool(kind="query", name=name)(echo)
+
+
+def test_a_decimal_default_equal_to_another_tools_is_its_own() -> None:
+    registry = Registry()
+    _echo_tool(registry, "precise", Decimal, Decimal("1.0"))
+    _echo_tool(registry, "whole", Decimal, Decimal("1"))
+    _echo_tool(registry, "prices", tuple[Decimal, ...], (Decimal("2.50"),))
+    _echo_tool(registry, "price", tuple[Decimal, ...], (Decimal("2.5"),))
+    view = registry.view()
+    assert view.dispatch("precise", {}) == "Decimal('1.0')"
+    assert view.dispatch("whole", {}) == "Decimal('1')"
+    assert view.dispatch("prices", {}) == "(Decimal('2.50'),)"
+    assert view.dispatch("price", {}) == "(Decimal('2.5'),)"
+    assert json.loads(view.tool("whole").schema_json)["properties"]["x"]["default"] == "1"
+
+
+def test_a_union_written_in_another_order_is_its_own() -> None:
+    # int | float == float | int, but pydantic tries the members in the order written:
+    # "1" is 1 to the first and 1.0 to the second, and the schema lists them so.
+    registry = Registry()
+    _echo_tool(registry, "counted", int | float, 0)
+    _echo_tool(registry, "measured", float | int, 0)
+    view = registry.view()
+    assert view.dispatch("counted", {"x": "1"}) == "1"
+    assert view.dispatch("measured", {"x": "1"}) == "1.0"
+    listed = json.loads(view.tool("measured").schema_json)["properties"]["x"]["anyOf"]
+    assert [member["type"] for member in listed] == ["number", "integer"]
+
+
+_EQUAL_DEFAULTS = st.sampled_from(
+    [
+        (1, 1.0, True, Decimal("1"), Decimal("1.0"), Decimal("1.00")),
+        (0, 0.0, -0.0, False, Decimal("0"), Decimal("-0"), Decimal("0E+2")),
+        ((1,), (1.0,), (True,), (Decimal("1.0"),)),
+        (frozenset({1}), frozenset({1.0}), frozenset({True})),
+    ]
+)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_every_tool_gets_its_own_default_whatever_an_equal_one_another_tool_has(
+    data: st.DataObject,
+) -> None:
+    equal = data.draw(_EQUAL_DEFAULTS)
+    first, second = data.draw(st.permutations(equal))[:2]
+    registry = Registry()
+    _echo_tool(registry, "first", object, first)
+    _echo_tool(registry, "second", object, second)
+    view = registry.view()
+    assert view.dispatch("first", {}) == repr(first)
+    assert view.dispatch("second", {}) == repr(second)
+
+
+class _Names:
+    """A deny list of the application's own, hashable by identity, that grows."""
+
+    def __init__(self) -> None:
+        self.listed: list[str] = []
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.listed)
+
+
+def test_a_deny_item_that_is_no_name_is_refused_not_cached_stale() -> None:
+    registry = _site()
+    blocked = _Names()
+    # Was taken as a list of names, and its first answer kept for the object in the cache.
+    with pytest.raises(VeridicError, match=r"the view's deny filter got .*_Names"):
+        registry.view(deny=[blocked])  # type: ignore[list-item]  # not a name, on purpose
+
+
+@pytest.mark.parametrize(
+    ("filters", "said"),
+    [
+        ({"deny": [{"name": "cancel_order"}]}, "the view's deny filter got {'name'"),
+        ({"deny": [["cancel_order"]]}, "the view's deny filter got ['cancel_order'], a list"),
+        ({"roles": [3]}, "got the role 3, an int"),
+        ({"roles": [None]}, "got the role None"),
+        ({"roles": 3}, "got roles=3, an int"),
+        ({"allow": 3}, "got allow=3, an int"),
+        ({"deny": 3}, "got deny=3, an int"),
+        ({"predicates": 3}, "got predicates=3, an int"),
+    ],
+)
+def test_filters_through_the_registry_given_what_is_not_a_name_say_so(
+    filters: dict[str, object], said: str
+) -> None:
+    with pytest.raises(VeridicError) as raised:
+        _site().view(**filters)  # type: ignore[arg-type]  # what is not a name, on purpose
+    assert said in str(raised.value)
+    assert not isinstance(raised.value, TypeError)

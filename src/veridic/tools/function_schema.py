@@ -159,11 +159,13 @@ def _shared_model(
     # text whose origin names the model's title, which must be this tool's.
     try:
         key: Hashable = tuple(
-            (n, annotation, _kind_tagged(default), doc)
+            (n, *_exactly(annotation), *_exactly(default), doc)
             for n, (annotation, default, doc) in fields.items()
         )
         hash(key)
-    except TypeError:  # a default such as a list: built for this tool alone
+    # A default such as a list (unhashable), or an int too long for repr: built for this
+    # tool alone.
+    except (TypeError, ValueError):
         key = None
     found = _MODELS.get(key) if key is not None else None
     if found is not None and not found[2]:
@@ -183,22 +185,19 @@ def _shared_model(
     return model, schema
 
 
-def _kind_tagged(default: object) -> object:
-    """``default`` as a key that tells apart what JSON and the handler tell apart.
+def _exactly(value: object) -> tuple[type, object, str]:
+    """``value`` as a key that tells apart what JSON and the handler tell apart: its
+    type, itself and how Python writes it.
 
-    ``1``, ``1.0`` and ``True`` are one key to a dict, and so are ``0.0`` and ``-0.0``:
-    a tool whose default was ``1`` shared the model of one whose default was ``1.0``,
-    so its schema showed the other's default and its handler got it. So each value is
-    keyed with its type (a float by the text JSON writes of it), in tuples and
-    frozensets too.
+    Equal is not the same: ``1``, ``1.0`` and ``True`` are one key to a dict, and so are
+    ``0.0`` and ``-0.0``, ``Decimal("1")`` and ``Decimal("1.0")``, and the annotations
+    ``int | float`` and ``float | int`` (which pydantic tries in the order written). A
+    tool whose default was ``1`` shared the model of one whose default was ``1.0``, so its
+    schema showed the other's default and its handler got it. The type and the repr tell
+    them apart, at any depth (a tuple's repr is its items'); two values are one key only
+    when they are equal as well.
     """
-    if isinstance(default, tuple):
-        return (type(default), tuple(map(_kind_tagged, default)))
-    if isinstance(default, frozenset):
-        return (type(default), frozenset(map(_kind_tagged, default)))
-    if isinstance(default, float):
-        return (type(default), float.__repr__(default))
-    return (type(default), default)
+    return (type(value), value, repr(value))
 
 
 _MODELS: dict[Hashable, tuple[type[BaseModel], JsonObject, bool]] = {}

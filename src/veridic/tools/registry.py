@@ -98,6 +98,7 @@ from veridic.tools.view import (
     ToolView,
     build_view,
     check_view_options,
+    filter_items,
 )
 from veridic.tools.wording import CapabilityWording
 
@@ -528,9 +529,11 @@ class Registry:
         Raises:
             RiskFloorError, VeridicError: from :meth:`boot`.
             UnknownToolError: ``allow`` or ``deny`` names a tool never registered.
-            VeridicError: ``wording`` or ``schema_tool`` is not what it takes, or a
-                predicate (or ``Deny(when=...)``) returned an awaitable: an ``async def``
-                filter's answer would never be awaited, and a coroutine reads as true.
+            VeridicError: ``wording`` or ``schema_tool`` is not what it takes, a filter
+                holds what is not a name (a role or a ``deny`` item that is not a string
+                or a ``Deny``), or a predicate (or ``Deny(when=...)``) returned an
+                awaitable: an ``async def`` filter's answer would never be awaited, and a
+                coroutine reads as true.
         """
         if not self._booted:
             self.boot()
@@ -538,18 +541,18 @@ class Registry:
             self._refresh()
             if not self._booted:  # a check that ran again registered tools
                 self.boot()
-        # A lone name or filter is one item, not the characters of a string.
-        role_items = (roles,) if isinstance(roles, str) else tuple(roles)
-        allowed = None if allow is None else (allow,) if isinstance(allow, str) else tuple(allow)
-        denied = (deny,) if isinstance(deny, str | Deny) else tuple(deny)
-        kept = (predicates,) if callable(predicates) else tuple(predicates)
+        origin = f"Registry({self.name!r}).view()"
+        role_items = filter_items(roles, "roles", origin)
+        allowed = None if allow is None else filter_items(allow, "allow", origin)
+        denied = filter_items(deny, "deny", origin)
+        kept = filter_items(predicates, "predicates", origin)
         words, schema = self._wording, self._schema_tool
         key = None if self._every_view else _view_key(role_items, allowed, denied, kept)
         if wording is not None or schema_tool is not None:
             words, schema = check_view_options(
                 words if wording is None else wording,
                 schema if schema_tool is None else schema_tool,
-                f"Registry({self.name!r}).view()",
+                origin,
             )
             key = None if key is None else (key, words, schema)
         if key is not None:
@@ -560,7 +563,7 @@ class Registry:
         view = build_view(
             self._snapshot,
             self._states,
-            f"Registry({self.name!r}).view()",
+            origin,
             roles=role_items,
             allow=allowed,
             deny=denied,
@@ -944,11 +947,13 @@ def _view_key(
             if type(item) is not Deny or item.when is not None:
                 return None
             denied.append((item.names, item.reason, item.tombstone))
-        else:
+        elif isinstance(item, str):
             denied.append(item)
-    try:
+        else:  # not a name: build_view says what is wrong with it
+            return None
+    try:  # denied holds names and hashable fields only: the frozensets hash the rest
         return (frozenset(roles), None if allow is None else frozenset(allow), tuple(denied))
-    except TypeError:  # an unhashable name: build_view says what is wrong with it
+    except TypeError:  # an unhashable role or name: build_view says what is wrong with it
         return None
 
 

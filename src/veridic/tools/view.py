@@ -69,7 +69,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import ClassVar, Final, Literal, cast, overload
+from typing import Any, ClassVar, Final, Literal, cast, overload
 from weakref import WeakValueDictionary
 
 from veridic import _json_object
@@ -814,11 +814,16 @@ def build_view(
     wording, schema_tool = check_view_options(wording, schema_tool, origin)
     candidates = tuple(tools)
     registered = {tool.name for tool in candidates} | {SCHEMA_TOOL}
-    allowed = None if allow is None else frozenset(_known(allow, registered, "allow"))
-    # A lone name or filter is taken as one item, not as the characters of a string.
-    deny_items = (deny,) if isinstance(deny, str | Deny) else tuple(deny)
+    allowed = (
+        None
+        if allow is None
+        else frozenset(_known(filter_items(allow, "allow", origin), registered, "allow"))
+    )
+    deny_items = filter_items(deny, "deny", origin)
     for item in deny_items:
-        if not isinstance(item, str | Deny | Iterable):
+        # Not a collection of names: one of the application's own was hashed by identity
+        # for the view cache, whose first answer then outlived what it listed.
+        if not isinstance(item, str | Deny):
             raise VeridicError(
                 f"the view's deny filter got {quoted(item)}, {a_type(item)}, where a tool name "
                 'goes: list tool names or Deny filters, e.g. deny=["delete_user", '
@@ -837,8 +842,8 @@ def build_view(
                 "or build the view with schema_tool=False to leave it out of all three "
                 "projections"
             )
-    view_roles = _role_set(roles, origin)
-    keep = (predicates,) if callable(predicates) else tuple(predicates)
+    view_roles = _role_set(filter_items(roles, "roles", origin), origin)
+    keep = filter_items(predicates, "predicates", origin)
     deny_first = _Denials(denials)
     exposed: list[Tool] = []
     withheld: list[ToolStatus] = []
@@ -915,6 +920,37 @@ def check_view_options(
 # --- filtering ------------------------------------------------------------------
 
 
+_FILTER_EXAMPLES: Final = {
+    "roles": 'roles=["admin"]',
+    "allow": 'allow=["search_orders"]',
+    "deny": 'deny=["delete_user", Deny(when=..., reason=...)]',
+    "predicates": "predicates=[licensed], a function of a Tool",
+}
+
+
+def filter_items(given: object, what: str, origin: str) -> tuple[Any, ...]:
+    """The items of the view's filter ``what`` (a key of ``_FILTER_EXAMPLES``): a lone
+    name, ``Deny`` or predicate is one item, not the characters of a string.
+
+    Its items are checked where they are read; ``Any``, as ``tuple()`` of an iterable is.
+
+    Raises:
+        VeridicError: ``given`` holds no items (``roles=3`` was a bare ``TypeError``,
+            ``'int' object is not iterable``).
+    """
+    if callable(given) if what == "predicates" else isinstance(given, str | Deny):
+        return (given,)
+    try:  # not isinstance(given, Iterable) first: this is every request's view() call
+        return tuple(given)  # type: ignore[arg-type]  # refused below when no iterable
+    except TypeError:
+        if isinstance(given, Iterable):
+            raise  # from the iterable's own code: not about the filter
+        raise VeridicError(
+            f"{origin} got {what}={quoted(given)}, {a_type(given)}: pass a list, or one item "
+            f"alone, e.g. {_FILTER_EXAMPLES[what]}"
+        ) from None
+
+
 def _known(names: Iterable[str], registered: set[str], where: str) -> Iterable[str]:
     """``names``, each a registered tool's name; the name quoted clipped when it is not
     (a filter may be read from a request or a configuration file)."""
@@ -938,19 +974,16 @@ def _known(names: Iterable[str], registered: set[str], where: str) -> Iterable[s
     return listed
 
 
-def _role_set(roles: Iterable[str], origin: str) -> frozenset[str]:
-    """The roles of a view, refusing one that cannot be a role (a dict, a list), which
-    ``frozenset`` refused with a bare ``unhashable type``."""
-    listed = (roles,) if isinstance(roles, str) else tuple(roles)
-    for role in listed:
-        try:
-            hash(role)
-        except TypeError:
+def _role_set(roles: tuple[object, ...], origin: str) -> frozenset[str]:
+    """The roles of a view, refusing one that is not a name: a dict or a list was a bare
+    ``unhashable type``, and a number or ``None`` matched no tool without a word."""
+    for role in roles:
+        if not isinstance(role, str):
             raise VeridicError(
                 f"{origin} got the role {quoted(role)}, {a_type(role)}: a role is a name "
                 'compared with the roles tools declare, e.g. roles=["admin"]'
-            ) from None
-    return frozenset(listed)
+            )
+    return frozenset(cast("tuple[str, ...]", roles))
 
 
 def _not_riskier(name: str, matches: list[str], tools: Mapping[str, Tool]) -> tuple[str, ...]:
