@@ -451,6 +451,9 @@ def _numbered(text: str, first: int = 1) -> list[dict[str, Any]]:
         "{x[1]} <row[0]> { x[0] }",
         "costs $price.50 or $total.1",
         "see step 1 and step 0",
+        "{{ 1.5 }} {{ 1.0 | round }} {1.25} <0.5>",  # decimals, not step 1's accessor
+        "{{ item.results[1].stdout }} {{ out.steps[0].name }}",  # Ansible's loop results
+        "{{ step_1a }} {{ step_10 }}",
     ],
 )
 def test_a_number_that_is_an_index_or_a_template_variable_is_text_when_steps_are_numbered(
@@ -485,6 +488,13 @@ def test_a_number_that_is_an_index_or_a_template_variable_is_text_when_steps_are
         "{{ results.1 }}",
         "{{ step 1 }}",
         "%(steps[1])s",
+        "{{ step_1.output }}",  # a step named by its number after a word, as ids often are
+        "{{ step1.output }}",
+        "$step_1.output",
+        "{step-1.result}",
+        "<step_1.id>",
+        "%(step_1)s",
+        "{{ outputs_1 }}",
     ],
 )
 def test_a_placeholder_naming_a_numbered_step_is_still_refused(text: str, first: int) -> None:

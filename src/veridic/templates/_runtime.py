@@ -183,7 +183,7 @@ def handed_out(value: object, where: Callable[[], tuple[str, str]], doing: str) 
     elif isinstance(value, Iterator):
         return _checking(value, where, doing)
     elif isinstance(value, Iterable) and not isinstance(value, _INERT):
-        return CheckedIterable(value, where, f"{doing} {article(kind.__name__)} giving")
+        return CheckedIterable(value, where, doing)
     return value
 
 
@@ -195,12 +195,15 @@ a class keeps the sandbox's rules for a class's attributes."""
 
 class CheckedIterable:
     """An application's iterable handed to an instruction template: each item checked as
-    the template takes it (a loop, ``|first``, ``|join``, ``x[0]``), as an iterator's are.
+    the template takes it (a loop, ``|first``, ``|join``, ``|last``, ``x[0]``), as an
+    iterator's are.
 
-    Everything else is the value's own: its length, truth, text, equality, and its
-    attributes in Python code (an application's filter). The template's ``x.y`` and
-    ``x[k]`` read the value itself (:func:`unwrapped`), by the environment's rules for
-    it, and what they give is checked there.
+    Its length, truth, equality and ``in`` are the value's own. So are its text
+    (``{{ x }}``, ``|string``, a format field) and what its attributes and methods give
+    Python code (``|dictsort`` calls ``.items()``, an application's filter reads
+    ``.rows``), each checked as it comes out: untrusted text is refused there too. The
+    template's ``x.y`` and ``x[k]`` read the value itself (:func:`unwrapped`), by the
+    environment's rules (the sandbox's too), and what they give is checked there.
     """
 
     __slots__ = ("_doing", "_value", "_where")
@@ -208,13 +211,18 @@ class CheckedIterable:
     def __init__(
         self, value: Iterable[object], where: Callable[[], tuple[str, str]], doing: str
     ) -> None:
-        self._value, self._where, self._doing = value, where, doing
+        self._value, self._where = value, where
+        self._doing = f"{doing} {article(type(value).__name__)}"
 
     def __iter__(self) -> Iterator[object]:
-        return _checking(iter(self._value), self._where, self._doing)
+        return self._each(iter(self._value))
+
+    def __reversed__(self) -> Iterator[object]:
+        # |last and |reverse: the value's own __reversed__, or its length and items.
+        return self._each(reversed(self._value))  # type: ignore[call-overload]  # the value's own TypeError when it cannot be reversed
 
     def __getitem__(self, key: object) -> object:
-        return handed_out(self._value[key], self._where, self._doing)  # type: ignore[index]  # the value's own TypeError when it has no items
+        return handed_out(self._value[key], self._where, f"{self._doing} giving")  # type: ignore[index]  # the value's own TypeError when it has no items
 
     def __len__(self) -> int:
         return len(self._value)  # type: ignore[arg-type]  # the value's own TypeError when it has no length
@@ -232,13 +240,37 @@ class CheckedIterable:
         return hash(self._value)
 
     def __str__(self) -> str:
-        return str(self._value)
+        return self._text(str(self._value), "whose text is")
 
     def __repr__(self) -> str:
-        return repr(self._value)
+        return self._text(repr(self._value), "whose repr() is")
+
+    def __format__(self, spec: str) -> str:
+        return self._text(format(self._value, spec), "formatted as")
 
     def __getattr__(self, name: str) -> object:
-        return getattr(self._value, name)
+        found = getattr(self._value, name)
+        if callable(found) and not isinstance(found, type):
+            return self._checked_call(found, name)
+        return handed_out(found, self._where, f"{self._doing} whose .{clip(name, 40)} gives")
+
+    def _each(self, items: Iterator[object]) -> Iterator[object]:
+        for item in items:
+            yield handed_out(item, self._where, f"{self._doing} giving")
+
+    def _text(self, text: str, doing: str) -> str:
+        """The value's own text, once it is not untrusted text it holds, returned as it is
+        (``__str__`` may return its item itself)."""
+        if type(text) is UNTRUSTED:
+            refuse_untrusted(text, self._where, f"{self._doing} {doing}")
+        return text
+
+    def _checked_call(self, method: Callable[..., object], name: str) -> Callable[..., object]:
+        def checked(*arguments: object, **options: object) -> object:
+            doing = f"{self._doing} whose {clip(name, 40)}() returns"
+            return handed_out(method(*arguments, **options), self._where, doing)
+
+        return checked
 
 
 def unwrapped(value: object) -> object:
@@ -333,6 +365,7 @@ def refuse_address(
     Raises:
         TemplateError: such an output, with the template and line.
     """
+    value = unwrapped(value)  # named by the application's class, not by veridic's wrapper
     found = _addressed(value, set(), item=item)
     if found is None:
         return
@@ -392,6 +425,7 @@ def _addressed(
     (:data:`_ADDRESS`); text (a ``str``, ``bytes``) is not: what it says is a value, the
     same bytes in every process, even a traceback a user pasted.
     """
+    value = unwrapped(value)
     kind = type(value)
     if kind in SCALARS:
         return None

@@ -858,12 +858,14 @@ def _candidates(inside: str, *, every_number: bool) -> list[str]:
 
     Unless ``every_number``, a number is one only in a step's place: first, with an
     accessor or a filter after it (``1.output``, ``1['id']``, ``1 | trim``), or after a
-    word that stands for the plan's steps or their outputs (``steps[1]``, ``steps.1``,
-    ``outputs[1]``, ``step 1``).
-    Anywhere else it is the text's own: a list index (``{{ items[1] }}``, ``$args[1]``),
-    arithmetic (``{{ loop.index + 1 }}``), a template's positional variable (WhatsApp's
-    ``{{1}}``, ``%(1)s``) or the shell's first argument (``${1}``), which refused every
-    plan whose steps are numbered.
+    word that stands for the plan's steps or their outputs, which begins the path
+    (``steps[1]``, ``steps.1``, ``outputs[1]``, ``step 1``, and joined to it, as ids are
+    often written: ``step_1``, ``step1``, ``step-1``).
+    Anywhere else it is the text's own: a list index (``{{ items[1] }}``, ``$args[1]``,
+    Ansible's ``{{ out.results[1] }}``), a decimal (``{{ 1.5 }}``), arithmetic
+    (``{{ loop.index + 1 }}``), a template's positional variable (WhatsApp's ``{{1}}``,
+    ``%(1)s``) or the shell's first argument (``${1}``), which refused every plan whose
+    steps are numbered.
     """
     quoted = [found.group(2).strip() for found in _QUOTED.finditer(inside)]
     parts = [part.strip().strip("'\"").strip() for part in _PARTS.split(inside)]
@@ -872,16 +874,19 @@ def _candidates(inside: str, *, every_number: bool) -> list[str]:
         return found
     placed = {number.group(1) for number in _STEP_NUMBER.finditer(inside)}
     placed.update(number.group(1) for number in _ROOT_NUMBER.finditer(inside))
-    return [candidate for candidate in found if not candidate.isdecimal() or candidate in placed]
+    kept = [candidate for candidate in found if not candidate.isdecimal() or candidate in placed]
+    return [*kept, *sorted(placed)]  # step_1's number is no word of its own
 
 
 _QUOTED: Final = re.compile(r"(['\"])(.*?)\1", re.DOTALL)
 _PARTS: Final = re.compile(r"[.\[\]|(),/#]")
-# A number in a step's place (text folded by _look, so lower case): first, before an accessor;
-# or after a word for the plan's steps or outputs, and a dot, a slash, a bracket or a space.
-_ROOT_NUMBER: Final = re.compile(r"^[\s#/]*(\d+)\s*[.\[/|]")
+# A number in a step's place (text folded by _look, so lower case): first, before an accessor
+# (a dot before a digit is a decimal: {{ 1.5 }}); or after a word for the plan's steps or
+# outputs that no dot follows (Ansible's out.results[1] is a list index), and a dot, a slash,
+# a bracket, a space, an underscore or a hyphen (step_1), or nothing (step1).
+_ROOT_NUMBER: Final = re.compile(r"^[\s#/]*(\d+)\s*(?:\.(?!\s*\d)|[\[/|])")
 _STEP_NUMBER: Final = re.compile(
-    r"(?<![\w-])(?:steps?|outputs?|results?)\s*(?:[./]\s*|\[\s*['\"]?\s*)?(\d+)"
+    r"(?<![\w.-])(?:steps?|outputs?|results?)[\s_-]*(?:[./]\s*|\[\s*['\"]?\s*)?(\d+)(?!\w)"
 )
 
 
