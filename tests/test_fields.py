@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter, ValidatorFunctionWrapHandler, model_validator
 
 from veridic import (
     Composer,
     InstructionField,
+    ProvenanceError,
     TrustedInstruction,
     instruction,
     instruction_fields,
     is_trusted,
     provenance,
+    untrusted,
 )
 
 
@@ -89,3 +94,41 @@ def test_property_any_validated_text_is_trusted_and_round_trips(text: str) -> No
     assert is_trusted(stored.content)
     assert stored.content == text
     assert StoredPrompt.model_validate(stored.model_dump()).content == text
+
+
+class Checked(BaseModel):
+    """A model whose own wrap validator runs between pydantic's entry point and the field."""
+
+    content: InstructionField
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _checked(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return handler(data)
+
+
+@given(text=st.text(max_size=40))
+def test_property_a_json_document_branded_untrusted_mints_no_flagged_field(text: str) -> None:
+    # An MCP server's answer, a tool result, a web page: veridic branded the document
+    # untrusted, and parsing it into a flagged field read its text as instruction.
+    def outside(value: object) -> str:
+        return untrusted(json.dumps(value), source="mcp:prompts")
+
+    document = outside({"name": "n", "content": text})
+    nested = outside({"title": "t", "prompt": {"name": "n", "content": text}})
+    roads: list[Callable[[], object]] = [
+        lambda: StoredPrompt.model_validate_json(document),
+        lambda: TypeAdapter(StoredPrompt).validate_json(document),
+        lambda: Feature.model_validate_json(nested),
+        lambda: Checked.model_validate_json(document),
+        lambda: TypeAdapter(InstructionField).validate_json(outside(text)),
+    ]
+    for road in roads:
+        with pytest.raises(ProvenanceError, match=r"JSON.*source 'mcp:prompts'.*TrustPolicy"):
+            road()
+
+
+def test_a_json_document_the_application_stored_still_mints() -> None:
+    stored = Checked.model_validate_json('{"content": "Classify the ticket."}')
+    assert is_trusted(stored.content)
+    assert provenance(stored.content).origin == "Checked.content"

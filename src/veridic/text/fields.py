@@ -10,6 +10,9 @@ Text branded untrusted (:func:`veridic.untrusted`) is refused with a
 :class:`~veridic.ProvenanceError`, whichever way it arrives (the constructor,
 ``model_validate``, assignment under ``validate_assignment``, a
 ``TypeAdapter``): handing outside text to a flagged field would launder it.
+So is a JSON document branded untrusted (an MCP server's answer, a tool
+result) given to ``model_validate_json`` or ``TypeAdapter.validate_json``: its
+strings carry no brand once parsed, but the document did.
 
 The declaration is also the write side's contract: a tool that writes a model
 with instruction fields must be high risk (see the registry), and
@@ -31,6 +34,7 @@ True
 from __future__ import annotations
 
 import functools
+import sys
 import types
 import typing
 from typing import Annotated, Any, Final
@@ -51,6 +55,20 @@ from veridic.text.provenance import TrustedInstruction, is_untrusted, mint, sour
 __all__ = ["InstructionField", "instruction_fields"]
 
 _SCHEMA_MARK: Final = "x-veridic-instruction"
+_SOURCE_SHOWN: Final = 80
+_FIX: Final = (
+    "reading a flagged field mints its text as an instruction, so it may hold only what "
+    "the application stored as one: keep outside text out of the field (store it in a "
+    "plain str field and place it with Composer.data()), or vouch for it with a "
+    "TrustPolicy, which records why"
+)
+
+_JSON_ENTRIES: Final = {
+    ("pydantic.main", "model_validate_json"): "json_data",
+    ("pydantic.type_adapter", "validate_json"): "data",
+}
+"""pydantic's public entry points that parse a JSON document, and the name of the
+parameter that holds the document."""
 
 
 def _refuse_untrusted(value: object, info: ValidationInfo) -> object:
@@ -59,12 +77,34 @@ def _refuse_untrusted(value: object, info: ValidationInfo) -> object:
     if is_untrusted(value):
         raise ProvenanceError(
             f"InstructionField {_field_of(info)} got untrusted text (source "
-            f"{source_of(value)!r}): {clip(value)}; reading a flagged field mints its text as "
-            "an instruction, so it may hold only what the application stored as one: keep "
-            "outside text out of the field (store it in a plain str field and place it with "
-            "Composer.data()), or vouch for it with a TrustPolicy, which records why"
+            f"{clip(source_of(value), _SOURCE_SHOWN)}): {clip(value)}; {_FIX}"
         )
+    if info.mode == "json":
+        document = _json_document()
+        if is_untrusted(document):
+            raise ProvenanceError(
+                f"InstructionField {_field_of(info)} was read from a JSON document branded "
+                f"untrusted (source {clip(source_of(document), _SOURCE_SHOWN)}): "
+                f"{clip(value) if isinstance(value, str) else clip(document)}; {_FIX}"
+            )
     return value
+
+
+def _json_document() -> object:
+    """The JSON document that the validation running this validator was given, or ``None``.
+
+    In JSON mode a flagged field sees a string pydantic parsed, with no brand left:
+    the brand was on the document. pydantic-core runs validators without frames of
+    its own, so the nearest frame above that is one of pydantic's JSON entry points
+    (past any validator of the application's in between) holds the document.
+    """
+    frame = sys._getframe(2)
+    while frame is not None:
+        parameter = _JSON_ENTRIES.get((frame.f_globals.get("__name__"), frame.f_code.co_name))
+        if parameter is not None:
+            return frame.f_locals.get(parameter)
+        frame = frame.f_back
+    return None
 
 
 def _read_as_instruction(value: str, info: ValidationInfo) -> TrustedInstruction:
