@@ -34,7 +34,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from veridic._counted import counted
 from veridic.errors import VeridicError
@@ -47,6 +47,7 @@ __all__ = [
     "configure",
     "configured",
     "find_pyproject",
+    "is_policy_name",
     "read_tool_config",
     "settings",
     "tool_section",
@@ -66,7 +67,9 @@ _EXAMPLES: Final = {
     "manifest": 'manifest = "veridic-manifest.json"',
 }
 _SHOWN: Final = 80
-_POLICY_RULE: Final = "must be a list of strings, each a non-empty policy name"
+_POLICY_RULE: Final = (
+    "must be a list of strings, each a policy name (printable, with no space around it)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,8 +188,26 @@ def _changed(
         )
     policies = previous.trust_policies
     if not isinstance(trust_policies, _Unset):
-        policies = None if trust_policies is None else frozenset(trust_policies)
+        policies = None if trust_policies is None else _policies_in_code(trust_policies, where)
     return Settings(mode=new_mode, trust_policies=policies)
+
+
+def _policies_in_code(names: object, where: str) -> frozenset[str]:
+    """``names`` given to :func:`configure` or :func:`configured`, checked as the
+    ``pyproject.toml`` list is: a string was read as the set of its characters, so
+    ``TrustPolicy("l")`` was allowed and the policy the string named was refused."""
+    problem = (
+        _policy_problem(names)
+        if isinstance(names, list | tuple | set | frozenset)
+        else f", got {_found(names)}"
+    )
+    if problem is not None:
+        raise VeridicError(
+            f"{where}(trust_policies=...) {_POLICY_RULE}{problem}: pass the allowed names "
+            f"as a list, e.g. {where}(trust_policies=[\"legacy-prompts\"]), or None to "
+            "allow any name"
+        )
+    return frozenset(cast("frozenset[str]", names))
 
 
 def _policies_from_pyproject(start: Path) -> frozenset[str] | None:
@@ -208,17 +229,32 @@ def trust_policies_of(section: dict[str, object], path: Path) -> frozenset[str] 
         return None
     if not isinstance(names, list):
         raise _wrong("trust-policies", path, _POLICY_RULE, names)
-    for index, name in enumerate(names, start=1):
-        if not isinstance(name, str) or not name.strip():
-            what = "an empty name" if isinstance(name, str) else _found(name)
-            raise _wrong(
-                "trust-policies",
-                path,
-                _POLICY_RULE,
-                names,
-                f"; item {index} is {what}",
-            )
+    problem = _policy_problem(names)
+    if problem is not None:
+        raise _wrong("trust-policies", path, _POLICY_RULE, names, problem)
     return frozenset(names)
+
+
+def _policy_problem(names: list[object] | tuple[object, ...] | set[object] | frozenset[object]) -> str | None:
+    """What is wrong with a list of policy names (``None``: nothing), as the end of a message.
+
+    A name a reviewer cannot read as it is (an invisible or control character, a space
+    around it) would allow a door that looks like another in every list of them.
+    """
+    ordered = names if isinstance(names, list | tuple) else sorted(names, key=repr)
+    for index, name in enumerate(ordered, start=1):
+        if not is_policy_name(name):
+            what = "an empty name" if name == "" else _found(name)
+            return f"; item {index} is {what}"
+    return None
+
+
+def is_policy_name(name: object) -> bool:
+    """Whether ``name`` may name a :class:`~veridic.TrustPolicy`: non-empty printable text
+    with no space around it, read the same by a reviewer and by ``==``."""
+    return (
+        type(name) is str and name != "" and name.isprintable() and name == name.strip()
+    )
 
 
 def find_pyproject(start: Path) -> Path | None:
