@@ -28,7 +28,7 @@ from __future__ import annotations
 import difflib
 import math
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -204,7 +204,7 @@ def _policies_in_code(names: object, where: str) -> frozenset[str]:
     if problem is not None:
         raise VeridicError(
             f"{where}(trust_policies=...) {_POLICY_RULE}{problem}: pass the allowed names "
-            f"as a list, e.g. {where}(trust_policies=[\"legacy-prompts\"]), or None to "
+            f'as a list, e.g. {where}(trust_policies=["legacy-prompts"]), or None to '
             "allow any name"
         )
     return frozenset(cast("frozenset[str]", names))
@@ -235,7 +235,7 @@ def trust_policies_of(section: dict[str, object], path: Path) -> frozenset[str] 
     return frozenset(names)
 
 
-def _policy_problem(names: list[object] | tuple[object, ...] | set[object] | frozenset[object]) -> str | None:
+def _policy_problem(names: Collection[object]) -> str | None:
     """What is wrong with a list of policy names (``None``: nothing), as the end of a message.
 
     A name a reviewer cannot read as it is (an invisible or control character, a space
@@ -252,9 +252,7 @@ def _policy_problem(names: list[object] | tuple[object, ...] | set[object] | fro
 def is_policy_name(name: object) -> bool:
     """Whether ``name`` may name a :class:`~veridic.TrustPolicy`: non-empty printable text
     with no space around it, read the same by a reviewer and by ``==``."""
-    return (
-        type(name) is str and name != "" and name.isprintable() and name == name.strip()
-    )
+    return type(name) is str and name != "" and name.isprintable() and name == name.strip()
 
 
 def find_pyproject(start: Path) -> Path | None:

@@ -50,12 +50,11 @@ from pydantic import (
 
 from veridic._sample import clip
 from veridic.errors import ProvenanceError
-from veridic.text.provenance import TrustedInstruction, is_untrusted, mint, source_of
+from veridic.text.provenance import TrustedInstruction, is_untrusted, mint, source_shown
 
 __all__ = ["InstructionField", "instruction_fields"]
 
 _SCHEMA_MARK: Final = "x-veridic-instruction"
-_SOURCE_SHOWN: Final = 80
 _FIX: Final = (
     "reading a flagged field mints its text as an instruction, so it may hold only what "
     "the application stored as one: keep outside text out of the field (store it in a "
@@ -77,14 +76,14 @@ def _refuse_untrusted(value: object, info: ValidationInfo) -> object:
     if is_untrusted(value):
         raise ProvenanceError(
             f"InstructionField {_field_of(info)} got untrusted text (source "
-            f"{clip(source_of(value), _SOURCE_SHOWN)}): {clip(value)}; {_FIX}"
+            f"{source_shown(value)}): {clip(value)}; {_FIX}"
         )
     if info.mode == "json":
         document = _json_document()
         if is_untrusted(document):
             raise ProvenanceError(
                 f"InstructionField {_field_of(info)} was read from a JSON document branded "
-                f"untrusted (source {clip(source_of(document), _SOURCE_SHOWN)}): "
+                f"untrusted (source {source_shown(document)}): "
                 f"{clip(value) if isinstance(value, str) else clip(document)}; {_FIX}"
             )
     return value
@@ -98,9 +97,10 @@ def _json_document() -> object:
     its own, so the nearest frame above that is one of pydantic's JSON entry points
     (past any validator of the application's in between) holds the document.
     """
-    frame = sys._getframe(2)
+    frame: types.FrameType | None = sys._getframe(2)
     while frame is not None:
-        parameter = _JSON_ENTRIES.get((frame.f_globals.get("__name__"), frame.f_code.co_name))
+        module = str(frame.f_globals.get("__name__", ""))
+        parameter = _JSON_ENTRIES.get((module, frame.f_code.co_name))
         if parameter is not None:
             return frame.f_locals.get(parameter)
         frame = frame.f_back

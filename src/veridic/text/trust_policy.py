@@ -34,6 +34,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, LiteralString, Protocol, runtime_checkable
 
@@ -156,8 +157,10 @@ def _write(sink: VouchSink, record: VouchRecord, where: str) -> None:
         VouchNotRecordedError: the sink raised, or returned an awaitable (an async
             write nobody awaits writes nothing).
     """
+    # Typed to return None, and an async store's returns a coroutine all the same.
+    write: Callable[[VouchRecord], object] = sink.write_vouch
     try:
-        written: object = sink.write_vouch(record)
+        written = write(record)
     except Exception as error:
         raise VouchNotRecordedError(
             f"{where} was not recorded: {a_type(sink)} failed ({class_named(error)}: "
