@@ -16,6 +16,7 @@ from veridic import (
     InstructionField,
     ProvenanceError,
     TrustedInstruction,
+    VeridicError,
     instruction,
     instruction_fields,
     is_trusted,
@@ -132,3 +133,19 @@ def test_a_json_document_the_application_stored_still_mints() -> None:
     stored = Checked.model_validate_json('{"content": "Classify the ticket."}')
     assert is_trusted(stored.content)
     assert provenance(stored.content).origin == "Checked.content"
+
+
+def test_instruction_fields_of_a_model_not_yet_complete_are_not_guessed() -> None:
+    # Asked before its forward reference resolved, the model listed no fields, and the
+    # answer was kept for good: after model_rebuild() it still listed none.
+    class Release(BaseModel):
+        prompt: LaterPrompt
+
+    with pytest.raises(VeridicError, match=r"Release is not fully defined.*model_rebuild"):
+        instruction_fields(Release)
+
+    class LaterPrompt(BaseModel):
+        content: InstructionField
+
+    Release.model_rebuild()
+    assert instruction_fields(Release) == frozenset({"prompt.content"})

@@ -12,7 +12,9 @@ Text branded untrusted (:func:`veridic.untrusted`) is refused with a
 ``TypeAdapter``): handing outside text to a flagged field would launder it.
 So is a JSON document branded untrusted (an MCP server's answer, a tool
 result) given to ``model_validate_json`` or ``TypeAdapter.validate_json``: its
-strings carry no brand once parsed, but the document did.
+strings carry no brand once parsed, but the document did. A ``Json[...]``
+field parses its string inside pydantic, where the brand cannot be seen: give
+outside JSON to ``model_validate_json`` instead.
 
 The declaration is also the write side's contract: a tool that writes a model
 with instruction fields must be high risk (see the registry), and
@@ -49,7 +51,7 @@ from pydantic import (
 )
 
 from veridic._sample import clip
-from veridic.errors import ProvenanceError
+from veridic.errors import ProvenanceError, VeridicError
 from veridic.text.provenance import TrustedInstruction, is_untrusted, mint, source_shown
 
 __all__ = ["InstructionField", "instruction_fields"]
@@ -141,12 +143,24 @@ def instruction_fields(model: type[BaseModel]) -> frozenset[str]:
 
     A field counts when the instruction text sits anywhere in its type
     (``InstructionField``, ``list[InstructionField]``, a nested model that has one).
-    Read once per model class (a model's fields are fixed when the class is made).
+    Read once per model class (a model's fields are fixed when it is complete).
+
+    Raises:
+        VeridicError: ``model``, or a model it nests, is not fully defined yet (a
+            forward reference pydantic has not resolved): its fields are not known,
+            and an answer of "none" would be kept after ``model_rebuild()``.
     """
     return frozenset(_fields(model, "", frozenset()))
 
 
 def _fields(model: type[BaseModel], prefix: str, seen: frozenset[type[BaseModel]]) -> list[str]:
+    if not model.__pydantic_complete__:
+        raise VeridicError(
+            f"{model.__name__} is not fully defined yet (pydantic has not resolved the "
+            "annotations it refers to), so which of its fields are read as instruction is "
+            "not known: define the classes it refers to, then call "
+            f"{model.__name__}.model_rebuild() before asking"
+        )
     found: list[str] = []
     for name, info in model.model_fields.items():
         path = f"{prefix}{name}"
