@@ -152,7 +152,11 @@ def configured(
     context variable, so they hold in this thread and in the asyncio tasks started
     inside the block (tasks copy the context), not in other threads (a thread starts
     with an empty context: it sees the process's settings), and a block inside a
-    block wins until it ends.
+    block wins until it ends. A task started inside keeps the block's settings after
+    the block ends. A block held open across a ``yield`` of a generator is in force for
+    the code that consumes it until the generator resumes and leaves the block (a
+    generator runs in its caller's context): a pytest fixture does this on purpose;
+    elsewhere, enter the block around the code it is for.
 
     >>> with configured(mode="report"):
     ...     settings().mode

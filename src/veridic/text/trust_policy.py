@@ -144,9 +144,10 @@ def _refuse_unlisted(name: str, where: str) -> None:
     if allowed is not None and name not in allowed:
         listed = ", ".join(sorted(allowed)) or "none"
         raise ProvenanceError(
-            f"trust policy {quoted(name)} ({where}) is not in [tool.veridic] "
-            f"trust-policies (listed: {listed}); add it there so the new escape hatch is "
-            "reviewed, or use one of the listed policies"
+            f"trust policy {quoted(name)} ({where}) is not in the trust-policies in force "
+            "([tool.veridic] trust-policies, or the list given to configure() or configured() "
+            f"in code; listed: {listed}); add it there so the new escape hatch is reviewed, "
+            "or use one of the listed policies"
         )
 
 
