@@ -603,7 +603,8 @@ def report(value: object, sink: str) -> None:
     Raises:
         ProvenanceError: in enforce mode, always.
     """
-    sample = quoted(value)
+    # The characters that pass, not what a str subclass's __str__ says it holds.
+    sample = quoted(characters(value) if isinstance(value, str) else value)
     where = describe(value) if isinstance(value, str) else f"{a_type(value)}, not text"
     message = (
         f"{sink} got text of {where}: {sample}; only TrustedInstruction may give "
