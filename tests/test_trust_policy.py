@@ -205,3 +205,10 @@ def test_a_vouch_log_line_quotes_its_reason_on_one_bounded_line(
     assert "\x1b" not in line
     assert len(line) < 600
     assert TrustPolicy.records("logged-reason")[-1].reason == reason  # the record keeps it
+
+
+@pytest.mark.parametrize("name", ["Admin-Prompts", "admin_prompts", "\u0430dmin-prompts"])
+def test_a_policy_named_like_a_listed_one_is_refused_naming_the_listed_one(name: str) -> None:
+    configure(trust_policies=["admin-prompts", "legacy-prompts"])
+    with pytest.raises(ProvenanceError, match=r"did you mean 'admin-prompts'\? .*exactly"):
+        TrustPolicy(name)  # type: ignore[veridic-policy]  # the run-time check under test

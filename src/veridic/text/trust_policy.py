@@ -28,6 +28,7 @@ of minting: the escape hatch is only open while it is audited.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import logging
 import sys
@@ -146,9 +147,18 @@ def _refuse_unlisted(name: str, where: str) -> None:
         raise ProvenanceError(
             f"trust policy {quoted(name)} ({where}) is not in the trust-policies in force "
             "([tool.veridic] trust-policies, or the list given to configure() or configured() "
-            f"in code; listed: {listed}); add it there so the new escape hatch is reviewed, "
-            "or use one of the listed policies"
+            f"in code; listed: {listed}){_close_to(name, allowed)}; add it there so the new "
+            "escape hatch is reviewed, or use one of the listed policies"
         )
+
+
+def _close_to(name: str, allowed: frozenset[str]) -> str:
+    """A listed name that ``name`` looks like (in case, ``_`` for ``-``, a letter of
+    another script), as the end of the refusal: a reader sees the same name twice."""
+    close = difflib.get_close_matches(name.casefold(), sorted(allowed), n=1, cutoff=0.8)
+    if not close:
+        return ""
+    return f"; did you mean {quoted(close[0])}? a name must match a listed one exactly"
 
 
 def _write(sink: VouchSink, record: VouchRecord, where: str) -> None:
