@@ -122,6 +122,22 @@ def _field_of(info: ValidationInfo) -> str:
 
 
 def _as_plain_text(value: str) -> str:
+    """The field's text for storage; never text branded untrusted.
+
+    Validation refuses untrusted text, but ``model_construct()``,
+    ``model_copy(update=...)`` and assignment without ``validate_assignment`` put
+    values in unchecked: serialised as a plain string, outside text would be stored
+    and read back, minted, as an instruction.
+    """
+    if is_untrusted(value):
+        raise ProvenanceError(
+            f"an InstructionField holds untrusted text (source {source_shown(value)}): "
+            f"{clip(value)}; it was put there without validation (model_construct(), "
+            "model_copy(update=...), or assignment without validate_assignment), and "
+            "serialising it would store outside text to be read back as instruction: set "
+            "the field through validation (model_validate(), "
+            "ConfigDict(validate_assignment=True)), or keep outside text in a plain str field"
+        )
     return str(value)
 
 
@@ -154,7 +170,7 @@ def instruction_fields(model: type[BaseModel]) -> frozenset[str]:
 
 
 def _fields(model: type[BaseModel], prefix: str, seen: frozenset[type[BaseModel]]) -> list[str]:
-    if not model.__pydantic_complete__:
+    if model is not BaseModel and not model.__pydantic_complete__:  # BaseModel: no fields
         raise VeridicError(
             f"{model.__name__} is not fully defined yet (pydantic has not resolved the "
             "annotations it refers to), so which of its fields are read as instruction is "
