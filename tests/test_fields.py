@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -159,16 +160,16 @@ def test_a_flagged_field_holding_untrusted_text_is_not_serialised_as_plain_text(
     assigned.content = outside  # type: ignore[assignment]  # no validate_assignment: the mistake
     tainted = [
         StoredPrompt(name="t", content=instruction("Be terse.")).model_copy(
-            update={"content": outside}
+            update={"content": outside}  # type: ignore[veridic-launder]  # the mistake under test
         ),
-        StoredPrompt.model_construct(name="t", content=outside),
+        StoredPrompt.model_construct(name="t", content=outside),  # type: ignore[veridic-launder]  # under test
         assigned,
     ]
     for model in tainted:
         dumps: list[Callable[[], object]] = [
             model.model_dump,
             model.model_dump_json,
-            lambda model=model: model.model_dump(mode="json"),  # type: ignore[misc]
+            functools.partial(model.model_dump, mode="json"),
         ]
         for dump in dumps:
             with pytest.raises(ValueError, match=r"source 'ticket:9'.*without validation"):
