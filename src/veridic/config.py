@@ -48,6 +48,7 @@ __all__ = [
     "configured",
     "find_pyproject",
     "is_policy_name",
+    "mode_in_force",
     "read_tool_config",
     "settings",
     "tool_section",
@@ -174,11 +175,38 @@ def configured(
         _scoped.reset(token)
 
 
+def mode_in_force() -> Mode:
+    """The mode in force, read without ``pyproject.toml`` (which sets no mode).
+
+    For the check at every instruction position: its refusal must be the
+    :class:`~veridic.errors.ProvenanceError` it is, not an error about a malformed
+    ``pyproject.toml`` in the working directory, or about a working directory deleted
+    under a running service.
+    """
+    scoped = _scoped.get()
+    if scoped is not None:
+        return scoped.mode
+    return "enforce" if _current is None else _current.mode
+
+
 def _process_settings() -> Settings:
     global _current
     if _current is None:
-        _current = Settings(trust_policies=_policies_from_pyproject(Path.cwd()))
+        _current = Settings(trust_policies=_policies_from_pyproject(_working_directory()))
     return _current
+
+
+def _working_directory() -> Path:
+    try:
+        return Path.cwd()
+    except OSError as error:
+        raise VeridicError(
+            f"cannot read the working directory ({error}; a deploy may have removed it "
+            "under the running process): veridic reads [tool.veridic] trust-policies from "
+            "the nearest pyproject.toml above it: set the list at start with "
+            "veridic.configure(trust_policies=[...]) (None allows any name), from a "
+            "working directory that exists"
+        ) from error
 
 
 def _changed(

@@ -44,7 +44,7 @@ from typing import Any, Final, Literal, LiteralString, NewType, TypeGuard
 
 from veridic._sample import clip, quoted
 from veridic._words import a_type
-from veridic.config import settings
+from veridic.config import mode_in_force
 from veridic.errors import ProvenanceError
 
 __all__ = [
@@ -611,7 +611,7 @@ def report(value: object, sink: str) -> None:
         "instructions: mint it with instruction(), read it from an InstructionField, "
         "join() trusted parts, or place it as data with Composer.data() or Composer.user()"
     )
-    if settings().mode == "report" and isinstance(value, str):
+    if mode_in_force() == "report" and isinstance(value, str):
         _log.warning("report mode, let pass: %s", message, extra={"veridic_sink": sink})
         return
     if not isinstance(value, str):
