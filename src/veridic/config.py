@@ -10,7 +10,8 @@ Two settings, both read where an application starts:
 - ``trust_policies``: the names :class:`~veridic.TrustPolicy` may use. Unless set with
   :func:`configure`, it is read once from ``[tool.veridic] trust-policies`` of
   the nearest ``pyproject.toml`` above the working directory; ``None`` (no
-  such key) allows any name.
+  such key) allows any name. A policy's name is checked when it is made and at
+  every vouch, against the list in force then. The mode is never read from a file.
 
 :func:`tool_section` is the one reader of ``[tool.veridic]`` in this package
 (the mypy plugin uses it too, from the file nearest to mypy's
@@ -132,8 +133,10 @@ def configure(
     >>> _ = configure(mode=previous.mode)
 
     Raises:
-        VeridicError: ``mode`` is not a mode; or, on first use, the
-            ``pyproject.toml`` read for the previous settings is malformed.
+        VeridicError: ``mode`` is not a mode; ``trust_policies`` is not a list (or
+            set, or tuple) of policy names (:func:`is_policy_name`); or, on first use,
+            the ``pyproject.toml`` read for the previous settings is malformed, or the
+            working directory it is looked for from is gone.
     """
     global _current
     previous = _process_settings()
@@ -166,7 +169,8 @@ def configured(
     'enforce'
 
     Raises:
-        VeridicError: ``mode`` is not a mode.
+        VeridicError: ``mode`` is not a mode; ``trust_policies`` is not a list (or
+            set, or tuple) of policy names (:func:`is_policy_name`).
     """
     token = _scoped.set(_changed(settings(), mode, trust_policies, "configured"))
     try:
@@ -254,7 +258,7 @@ def trust_policies_of(section: dict[str, object], path: Path) -> frozenset[str] 
     (``None``: no such key, any name is allowed).
 
     Raises:
-        VeridicError: the value is not a list of non-empty strings.
+        VeridicError: the value is not a list of policy names (:func:`is_policy_name`).
     """
     names = section.get("trust-policies")
     if names is None:
