@@ -10,7 +10,8 @@ Two settings, both read where an application starts:
 - ``trust_policies``: the names :class:`~veridic.TrustPolicy` may use. Unless set with
   :func:`configure`, it is read once from ``[tool.veridic] trust-policies`` of
   the nearest ``pyproject.toml`` above the working directory; ``None`` (no
-  such key) allows any name.
+  such key) allows any name. A policy's name is checked when it is made and at
+  every vouch, against the list in force then. The mode is never read from a file.
 
 :func:`tool_section` is the one reader of ``[tool.veridic]`` in this package
 (the mypy plugin uses it too, from the file nearest to mypy's
@@ -28,13 +29,13 @@ from __future__ import annotations
 import difflib
 import math
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 from veridic._counted import counted
 from veridic.errors import VeridicError
@@ -47,6 +48,8 @@ __all__ = [
     "configure",
     "configured",
     "find_pyproject",
+    "is_policy_name",
+    "mode_in_force",
     "read_tool_config",
     "settings",
     "tool_section",
@@ -66,7 +69,9 @@ _EXAMPLES: Final = {
     "manifest": 'manifest = "veridic-manifest.json"',
 }
 _SHOWN: Final = 80
-_POLICY_RULE: Final = "must be a list of strings, each a non-empty policy name"
+_POLICY_RULE: Final = (
+    "must be a list of strings, each a policy name (printable, with no space around it)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,8 +133,10 @@ def configure(
     >>> _ = configure(mode=previous.mode)
 
     Raises:
-        VeridicError: ``mode`` is not a mode; or, on first use, the
-            ``pyproject.toml`` read for the previous settings is malformed.
+        VeridicError: ``mode`` is not a mode; ``trust_policies`` is not a list (or
+            set, or tuple) of policy names (:func:`is_policy_name`); or, on first use,
+            the ``pyproject.toml`` read for the previous settings is malformed, or the
+            working directory it is looked for from is gone.
     """
     global _current
     previous = _process_settings()
@@ -149,7 +156,11 @@ def configured(
     context variable, so they hold in this thread and in the asyncio tasks started
     inside the block (tasks copy the context), not in other threads (a thread starts
     with an empty context: it sees the process's settings), and a block inside a
-    block wins until it ends.
+    block wins until it ends. A task started inside keeps the block's settings after
+    the block ends. A block held open across a ``yield`` of a generator is in force for
+    the code that consumes it until the generator resumes and leaves the block (a
+    generator runs in its caller's context): a pytest fixture does this on purpose;
+    elsewhere, enter the block around the code it is for.
 
     >>> with configured(mode="report"):
     ...     settings().mode
@@ -158,7 +169,8 @@ def configured(
     'enforce'
 
     Raises:
-        VeridicError: ``mode`` is not a mode.
+        VeridicError: ``mode`` is not a mode; ``trust_policies`` is not a list (or
+            set, or tuple) of policy names (:func:`is_policy_name`).
     """
     token = _scoped.set(_changed(settings(), mode, trust_policies, "configured"))
     try:
@@ -167,11 +179,38 @@ def configured(
         _scoped.reset(token)
 
 
+def mode_in_force() -> Mode:
+    """The mode in force, read without ``pyproject.toml`` (which sets no mode).
+
+    For the check at every instruction position: its refusal must be the
+    :class:`~veridic.errors.ProvenanceError` it is, not an error about a malformed
+    ``pyproject.toml`` in the working directory, or about a working directory deleted
+    under a running service.
+    """
+    scoped = _scoped.get()
+    if scoped is not None:
+        return scoped.mode
+    return "enforce" if _current is None else _current.mode
+
+
 def _process_settings() -> Settings:
     global _current
     if _current is None:
-        _current = Settings(trust_policies=_policies_from_pyproject(Path.cwd()))
+        _current = Settings(trust_policies=_policies_from_pyproject(_working_directory()))
     return _current
+
+
+def _working_directory() -> Path:
+    try:
+        return Path.cwd()
+    except OSError as error:
+        raise VeridicError(
+            f"cannot read the working directory ({error}; a deploy may have removed it "
+            "under the running process): veridic reads [tool.veridic] trust-policies from "
+            "the nearest pyproject.toml above it: set the list at start with "
+            "veridic.configure(trust_policies=[...]) (None allows any name), from a "
+            "working directory that exists"
+        ) from error
 
 
 def _changed(
@@ -185,8 +224,26 @@ def _changed(
         )
     policies = previous.trust_policies
     if not isinstance(trust_policies, _Unset):
-        policies = None if trust_policies is None else frozenset(trust_policies)
+        policies = None if trust_policies is None else _policies_in_code(trust_policies, where)
     return Settings(mode=new_mode, trust_policies=policies)
+
+
+def _policies_in_code(names: object, where: str) -> frozenset[str]:
+    """``names`` given to :func:`configure` or :func:`configured`, checked as the
+    ``pyproject.toml`` list is: a string was read as the set of its characters, so
+    ``TrustPolicy("l")`` was allowed and the policy the string named was refused."""
+    problem = (
+        _policy_problem(names)
+        if isinstance(names, list | tuple | set | frozenset)
+        else f", got {_found(names)}"
+    )
+    if problem is not None:
+        raise VeridicError(
+            f"{where}(trust_policies=...) {_POLICY_RULE}{problem}: pass the allowed names "
+            f'as a list, e.g. {where}(trust_policies=["legacy-prompts"]), or None to '
+            "allow any name"
+        )
+    return frozenset(cast("frozenset[str]", names))
 
 
 def _policies_from_pyproject(start: Path) -> frozenset[str] | None:
@@ -201,24 +258,37 @@ def trust_policies_of(section: dict[str, object], path: Path) -> frozenset[str] 
     (``None``: no such key, any name is allowed).
 
     Raises:
-        VeridicError: the value is not a list of non-empty strings.
+        VeridicError: the value is not a list of policy names (:func:`is_policy_name`).
     """
     names = section.get("trust-policies")
     if names is None:
         return None
     if not isinstance(names, list):
         raise _wrong("trust-policies", path, _POLICY_RULE, names)
-    for index, name in enumerate(names, start=1):
-        if not isinstance(name, str) or not name.strip():
-            what = "an empty name" if isinstance(name, str) else _found(name)
-            raise _wrong(
-                "trust-policies",
-                path,
-                _POLICY_RULE,
-                names,
-                f"; item {index} is {what}",
-            )
+    problem = _policy_problem(names)
+    if problem is not None:
+        raise _wrong("trust-policies", path, _POLICY_RULE, names, problem)
     return frozenset(names)
+
+
+def _policy_problem(names: Collection[object]) -> str | None:
+    """What is wrong with a list of policy names (``None``: nothing), as the end of a message.
+
+    A name a reviewer cannot read as it is (an invisible or control character, a space
+    around it) would allow a door that looks like another in every list of them.
+    """
+    ordered = names if isinstance(names, list | tuple) else sorted(names, key=repr)
+    for index, name in enumerate(ordered, start=1):
+        if not is_policy_name(name):
+            what = "an empty name" if name == "" else _found(name)
+            return f"; item {index} is {what}"
+    return None
+
+
+def is_policy_name(name: object) -> bool:
+    """Whether ``name`` may name a :class:`~veridic.TrustPolicy`: non-empty printable text
+    with no space around it, read the same by a reviewer and by ``==``."""
+    return type(name) is str and name != "" and name.isprintable() and name == name.strip()
 
 
 def find_pyproject(start: Path) -> Path | None:

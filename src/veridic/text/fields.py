@@ -10,6 +10,11 @@ Text branded untrusted (:func:`veridic.untrusted`) is refused with a
 :class:`~veridic.ProvenanceError`, whichever way it arrives (the constructor,
 ``model_validate``, assignment under ``validate_assignment``, a
 ``TypeAdapter``): handing outside text to a flagged field would launder it.
+So is a JSON document branded untrusted (an MCP server's answer, a tool
+result) given to ``model_validate_json`` or ``TypeAdapter.validate_json``: its
+strings carry no brand once parsed, but the document did. A ``Json[...]``
+field parses its string inside pydantic, where the brand cannot be seen: give
+outside JSON to ``model_validate_json`` instead.
 
 The declaration is also the write side's contract: a tool that writes a model
 with instruction fields must be high risk (see the registry), and
@@ -31,6 +36,7 @@ True
 from __future__ import annotations
 
 import functools
+import sys
 import types
 import typing
 from typing import Annotated, Any, Final
@@ -45,12 +51,25 @@ from pydantic import (
 )
 
 from veridic._sample import clip
-from veridic.errors import ProvenanceError
-from veridic.text.provenance import TrustedInstruction, is_untrusted, mint, source_of
+from veridic.errors import ProvenanceError, VeridicError
+from veridic.text.provenance import TrustedInstruction, is_untrusted, mint, source_shown
 
 __all__ = ["InstructionField", "instruction_fields"]
 
 _SCHEMA_MARK: Final = "x-veridic-instruction"
+_FIX: Final = (
+    "reading a flagged field mints its text as an instruction, so it may hold only what "
+    "the application stored as one: keep outside text out of the field (store it in a "
+    "plain str field and place it with Composer.data()), or vouch for it with a "
+    "TrustPolicy, which records why"
+)
+
+_JSON_ENTRIES: Final = {
+    ("pydantic.main", "model_validate_json"): "json_data",
+    ("pydantic.type_adapter", "validate_json"): "data",
+}
+"""pydantic's public entry points that parse a JSON document, and the name of the
+parameter that holds the document."""
 
 
 def _refuse_untrusted(value: object, info: ValidationInfo) -> object:
@@ -59,12 +78,35 @@ def _refuse_untrusted(value: object, info: ValidationInfo) -> object:
     if is_untrusted(value):
         raise ProvenanceError(
             f"InstructionField {_field_of(info)} got untrusted text (source "
-            f"{source_of(value)!r}): {clip(value)}; reading a flagged field mints its text as "
-            "an instruction, so it may hold only what the application stored as one: keep "
-            "outside text out of the field (store it in a plain str field and place it with "
-            "Composer.data()), or vouch for it with a TrustPolicy, which records why"
+            f"{source_shown(value)}): {clip(value)}; {_FIX}"
         )
+    if info.mode == "json":
+        document = _json_document()
+        if is_untrusted(document):
+            raise ProvenanceError(
+                f"InstructionField {_field_of(info)} was read from a JSON document branded "
+                f"untrusted (source {source_shown(document)}): "
+                f"{clip(value) if isinstance(value, str) else clip(document)}; {_FIX}"
+            )
     return value
+
+
+def _json_document() -> object:
+    """The JSON document that the validation running this validator was given, or ``None``.
+
+    In JSON mode a flagged field sees a string pydantic parsed, with no brand left:
+    the brand was on the document. pydantic-core runs validators without frames of
+    its own, so the nearest frame above that is one of pydantic's JSON entry points
+    (past any validator of the application's in between) holds the document.
+    """
+    frame: types.FrameType | None = sys._getframe(2)
+    while frame is not None:
+        module = str(frame.f_globals.get("__name__", ""))
+        parameter = _JSON_ENTRIES.get((module, frame.f_code.co_name))
+        if parameter is not None:
+            return frame.f_locals.get(parameter)
+        frame = frame.f_back
+    return None
 
 
 def _read_as_instruction(value: str, info: ValidationInfo) -> TrustedInstruction:
@@ -80,6 +122,22 @@ def _field_of(info: ValidationInfo) -> str:
 
 
 def _as_plain_text(value: str) -> str:
+    """The field's text for storage; never text branded untrusted.
+
+    Validation refuses untrusted text, but ``model_construct()``,
+    ``model_copy(update=...)`` and assignment without ``validate_assignment`` put
+    values in unchecked: serialised as a plain string, outside text would be stored
+    and read back, minted, as an instruction.
+    """
+    if is_untrusted(value):
+        raise ProvenanceError(
+            f"an InstructionField holds untrusted text (source {source_shown(value)}): "
+            f"{clip(value)}; it was put there without validation (model_construct(), "
+            "model_copy(update=...), or assignment without validate_assignment), and "
+            "serialising it would store outside text to be read back as instruction: set "
+            "the field through validation (model_validate(), "
+            "ConfigDict(validate_assignment=True)), or keep outside text in a plain str field"
+        )
     return str(value)
 
 
@@ -101,12 +159,24 @@ def instruction_fields(model: type[BaseModel]) -> frozenset[str]:
 
     A field counts when the instruction text sits anywhere in its type
     (``InstructionField``, ``list[InstructionField]``, a nested model that has one).
-    Read once per model class (a model's fields are fixed when the class is made).
+    Read once per model class (a model's fields are fixed when it is complete).
+
+    Raises:
+        VeridicError: ``model``, or a model it nests, is not fully defined yet (a
+            forward reference pydantic has not resolved): its fields are not known,
+            and an answer of "none" would be kept after ``model_rebuild()``.
     """
     return frozenset(_fields(model, "", frozenset()))
 
 
 def _fields(model: type[BaseModel], prefix: str, seen: frozenset[type[BaseModel]]) -> list[str]:
+    if model is not BaseModel and not model.__pydantic_complete__:  # BaseModel: no fields
+        raise VeridicError(
+            f"{model.__name__} is not fully defined yet (pydantic has not resolved the "
+            "annotations it refers to), so which of its fields are read as instruction is "
+            "not known: define the classes it refers to, then call "
+            f"{model.__name__}.model_rebuild() before asking"
+        )
     found: list[str] = []
     for name, info in model.model_fields.items():
         path = f"{prefix}{name}"

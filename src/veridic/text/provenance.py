@@ -42,9 +42,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Final, Literal, LiteralString, NewType, TypeGuard
 
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type
-from veridic.config import settings
+from veridic.config import mode_in_force
 from veridic.errors import ProvenanceError
 
 __all__ = [
@@ -79,6 +79,7 @@ Kind = Literal["code", "field", "template", "registry", "policy", "untrusted", "
 TRUSTED_KINDS: Final = frozenset({"code", "field", "template", "registry", "policy"})
 
 _log = logging.getLogger("veridic")
+_SOURCE_SHOWN: Final = 80
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,7 +363,7 @@ def instruction(text: LiteralString, /) -> TrustedInstruction:
     """
     if type(text) is _Untrusted:
         raise ProvenanceError(
-            f"instruction() got untrusted text (source {_source(text)!r}): {clip(text)}; "
+            f"instruction() got untrusted text (source {source_shown(text)}): {clip(text)}; "
             "instruction() mints only text written in code: place outside text with "
             "Composer.data() or Composer.user(), or vouch for it with a TrustPolicy"
         )
@@ -391,7 +392,7 @@ def untrusted(text: str, /, *, source: str) -> UntrustedText:
     """
     if not isinstance(source, str) or not source.strip():
         raise ProvenanceError(
-            f"untrusted() needs a non-empty source label, got {source!r}: "
+            f"untrusted() needs a non-empty source label, got {quoted(source)}: "
             'say where the text came from, e.g. untrusted(body, source="ticket:42")'
         )
     if not isinstance(text, str):
@@ -406,7 +407,7 @@ def _not_text(value: object, source: str) -> str:
     the text: decode bytes, write a structure as JSON, or leave out a missing value.
     """
     return (
-        f"untrusted() got {a_type(value)}, not text (source {source!r}); "
+        f"untrusted() got {a_type(value)}, not text (source {clip(source, _SOURCE_SHOWN)}); "
         "only a str is branded, since str() of anything else puts its repr in the prompt: "
         'decode bytes first (body.decode("utf-8")), write a structured value as JSON '
         "(json.dumps(value)), and leave a missing value (None) out of the prompt"
@@ -444,7 +445,7 @@ def join(parts: Iterable[TrustedInstruction], sep: LiteralString = "\n\n") -> Tr
     if not _genuine(sep):
         if type(sep) is _Untrusted:
             raise ProvenanceError(
-                f"join() got an untrusted separator (source {_source(sep)!r}); "
+                f"join() got an untrusted separator (source {source_shown(sep)}); "
                 "the separator is part of the instruction: write it in code"
             )
         if not isinstance(sep, str):
@@ -471,7 +472,7 @@ def refuse_untrusted(value: object, where: str, fix: str) -> None:
     """
     if type(value) is _Untrusted:
         raise ProvenanceError(
-            f"{where} got untrusted text (source {_source(value)!r}): {clip(value)}; it goes "
+            f"{where} got untrusted text (source {source_shown(value)}): {clip(value)}; it goes "
             f"into the capability section, which instructs the model: {fix}"
         )
 
@@ -479,6 +480,12 @@ def refuse_untrusted(value: object, where: str, fix: str) -> None:
 def is_untrusted(value: object) -> TypeGuard[UntrustedText]:
     """Whether ``value`` was branded untrusted with :func:`untrusted`."""
     return type(value) is _Untrusted
+
+
+def source_shown(value: object) -> str:
+    """The source label of text branded untrusted as a message quotes it: escaped and
+    clipped (a label is often built from outside text: a URL, a file name, a header)."""
+    return clip(source_of(value), _SOURCE_SHOWN)
 
 
 def source_of(value: _Untrusted | object) -> str:
@@ -574,7 +581,7 @@ def _trusted_spans(value: _Trusted) -> tuple[Span, ...]:
 def describe(value: str) -> str:
     """Say where ``value`` came from, for an error message."""
     if type(value) is _Untrusted:
-        return f"provenance untrusted (source {_source(value)!r})"
+        return f"provenance untrusted (source {source_shown(value)})"
     if _genuine(value):
         return f"provenance {provenance(value).kind}"
     if isinstance(value, str) and type(value) is not str:
@@ -596,14 +603,15 @@ def report(value: object, sink: str) -> None:
     Raises:
         ProvenanceError: in enforce mode, always.
     """
-    sample = clip(value) if isinstance(value, str) else repr(value)[:60]
+    # The characters that pass, not what a str subclass's __str__ says it holds.
+    sample = quoted(characters(value) if isinstance(value, str) else value)
     where = describe(value) if isinstance(value, str) else f"{a_type(value)}, not text"
     message = (
         f"{sink} got text of {where}: {sample}; only TrustedInstruction may give "
         "instructions: mint it with instruction(), read it from an InstructionField, "
         "join() trusted parts, or place it as data with Composer.data() or Composer.user()"
     )
-    if settings().mode == "report" and isinstance(value, str):
+    if mode_in_force() == "report" and isinstance(value, str):
         _log.warning("report mode, let pass: %s", message, extra={"veridic_sink": sink})
         return
     if not isinstance(value, str):

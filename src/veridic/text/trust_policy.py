@@ -9,7 +9,8 @@ list every door (``veridic hatches``) and every use of it (:meth:`TrustPolicy.re
 
 When ``[tool.veridic] trust-policies`` lists names (or
 ``veridic.configure(trust_policies=...)`` does), a policy with any other name
-is refused when it is created, so a new door shows up in review.
+is refused when it is created and at every vouch, so a new door shows up in
+review.
 
 The records are kept in memory (the last 10,000) and logged on
 ``veridic.trust``. To keep them for good, and in one place for every host,
@@ -27,25 +28,29 @@ of minting: the escape hatch is only open while it is audited.
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import logging
 import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, LiteralString, Protocol, runtime_checkable
 
 from veridic._ids import ID, new_id
-from veridic._sample import clip, quoted
+from veridic._sample import class_named, clip, error_message, quoted
 from veridic._words import a_type
-from veridic.config import settings
+from veridic.config import is_policy_name, settings
 from veridic.errors import AuditRecordError, ProvenanceError, VouchNotRecordedError
-from veridic.text.provenance import TrustedInstruction, _caller, mint
+from veridic.text.provenance import TrustedInstruction, _caller, characters, mint
 
 __all__ = ["TrustPolicy", "VouchRecord", "VouchSink"]
 
 _log = logging.getLogger("veridic.trust")
 _KEPT: Final = 10_000
+_REASON_SHOWN: Final = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +131,64 @@ class VouchSink(Protocol):
     def write_vouch(self, record: VouchRecord, /) -> None: ...
 
 
+def _refuse_unlisted(name: str, where: str) -> None:
+    """Refuse a policy whose name the settings in force do not list.
+
+    Checked when a policy is made and again at every vouch: policies are module
+    constants made at import, before an application configures its list, and a
+    tenant's :func:`~veridic.configured` block may narrow it.
+
+    Raises:
+        ProvenanceError: ``name`` is not listed.
+    """
+    allowed = settings().trust_policies
+    if allowed is not None and name not in allowed:
+        listed = ", ".join(sorted(allowed)) or "none"
+        raise ProvenanceError(
+            f"trust policy {quoted(name)} ({where}) is not in the trust-policies in force "
+            "([tool.veridic] trust-policies, or the list given to configure() or configured() "
+            f"in code; listed: {listed}){_close_to(name, allowed)}; add it there so the new "
+            "escape hatch is reviewed, or use one of the listed policies"
+        )
+
+
+def _close_to(name: str, allowed: frozenset[str]) -> str:
+    """A listed name that ``name`` looks like (in case, ``_`` for ``-``, a letter of
+    another script), as the end of the refusal: a reader sees the same name twice."""
+    close = difflib.get_close_matches(name.casefold(), sorted(allowed), n=1, cutoff=0.8)
+    if not close:
+        return ""
+    return f"; did you mean {quoted(close[0])}? a name must match a listed one exactly"
+
+
+def _write(sink: VouchSink, record: VouchRecord, where: str) -> None:
+    """Have ``sink`` write ``record`` before anything is minted.
+
+    Raises:
+        VouchNotRecordedError: the sink raised, or returned an awaitable (an async
+            write nobody awaits writes nothing).
+    """
+    # Typed to return None, and an async store's returns a coroutine all the same.
+    write: Callable[[VouchRecord], object] = sink.write_vouch
+    try:
+        written = write(record)
+    except Exception as error:
+        raise VouchNotRecordedError(
+            f"{where} was not recorded: {a_type(sink)} failed ({class_named(error)}: "
+            f"{clip(error_message(error), 200)}); nothing was minted. Vouch again once the "
+            "store is back"
+        ) from error
+    if inspect.isawaitable(written):
+        if inspect.iscoroutine(written):
+            written.close()
+        raise VouchNotRecordedError(
+            f"{where} was not recorded: {a_type(sink)}.write_vouch() returned an awaitable "
+            f"({a_type(written)}) that nobody awaits, so nothing was written; nothing was "
+            "minted. Record to a store that writes before it returns "
+            "(SQLiteAuditSink, PostgresAuditSink)"
+        )
+
+
 _records: deque[VouchRecord] = deque(maxlen=_KEPT)
 _lock = threading.Lock()
 _sink: VouchSink | None = None
@@ -142,19 +205,14 @@ class TrustPolicy:
     __slots__ = ("_name",)
 
     def __init__(self, name: LiteralString, /) -> None:
-        if not isinstance(name, str) or not name.strip():
+        if not is_policy_name(name):
             raise ProvenanceError(
-                f"TrustPolicy needs a non-empty name, got {name!r}: name the door, "
+                f"TrustPolicy needs a non-empty name a reviewer can read as it is (printable, "
+                f"no space around it), got {quoted(name)}: a name with an invisible character "
+                "looks like another door in every list of them; name the door, "
                 'e.g. TrustPolicy("admin-authored-prompts")'
             )
-        allowed = settings().trust_policies
-        if allowed is not None and name not in allowed:
-            listed = ", ".join(sorted(allowed)) or "none"
-            raise ProvenanceError(
-                f"trust policy {name!r} (created at {_caller(2)}) is not in "
-                f"[tool.veridic] trust-policies (listed: {listed}); add it there so the new "
-                "escape hatch is reviewed, or use one of the listed policies"
-            )
+        _refuse_unlisted(name, f"created at {_caller(2)}")
         self._name = name
 
     @property
@@ -189,26 +247,25 @@ class TrustPolicy:
             text = str.__str__(text)
         if not isinstance(reason, str) or not reason.strip():
             raise ProvenanceError(
-                f"TrustPolicy({self._name!r}).vouch() needs a reason, got {reason!r}: "
+                f"TrustPolicy({self._name!r}).vouch() needs a reason, got {quoted(reason)}: "
                 "say why this text may instruct the model, it is recorded for review"
             )
+        reason = characters(reason)
         caller = _caller(2)
+        _refuse_unlisted(self._name, f"vouching at {caller}")
         record = VouchRecord(self._name, reason, caller, clip(text), time.time())
         with _lock:
             sink = _sink
         if sink is not None:
-            try:
-                sink.write_vouch(record)
-            except Exception as error:
-                raise VouchNotRecordedError(
-                    f"TrustPolicy({self._name!r}).vouch() at {caller} was not recorded: "
-                    f"{sink!r} failed ({type(error).__name__}: {clip(str(error), 200)}); "
-                    "nothing was minted. Vouch again once the store is back"
-                ) from error
+            _write(sink, record, f"TrustPolicy({self._name!r}).vouch() at {caller}")
         with _lock:
             _records.append(record)
         _log.info(
-            "trust policy %r vouched at %s: %s (%s)", self._name, caller, record.sample, reason
+            "trust policy %r vouched at %s: %s (reason %s)",
+            self._name,
+            caller,
+            record.sample,
+            clip(reason, _REASON_SHOWN),
         )
         return mint(text, "policy", f"policy {self._name} at {caller}")
 
@@ -228,6 +285,13 @@ class TrustPolicy:
             raise ProvenanceError(
                 f"TrustPolicy.record_to() got {a_type(sink)}, which has no "
                 "write_vouch method: pass an audit store (SQLiteAuditSink, PostgresAuditSink)"
+            )
+        if sink is not None and inspect.iscoroutinefunction(sink.write_vouch):
+            raise ProvenanceError(
+                f"TrustPolicy.record_to() got {a_type(sink)}, whose write_vouch is async: "
+                "vouch() is called where no event loop awaits it, so the record would never "
+                "be written while the text was minted; pass a store that writes before it "
+                "returns (SQLiteAuditSink, PostgresAuditSink)"
             )
         with _lock:
             previous, _sink = _sink, sink
