@@ -1,0 +1,329 @@
+"""The provider adapters, tried as an attacker who controls what comes back: the model's
+answer, a compatible server's, a proxy's.
+
+Each test drives the real SDKs over a fake transport (``tests/_sdk_server.py``) and
+failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from _sdk_server import FakeServer, http_module, sse
+from test_providers import (
+    CHAT_TOOL_CALL,
+    MESSAGE,
+    RESPONSE,
+    VIEW,
+    chat_chunk,
+    first_prompt,
+    gateway,
+)
+
+from veridic import (
+    AnthropicMessages,
+    ApprovalPolicy,
+    ModelGateway,
+    OpenAIChat,
+    OpenAIResponses,
+    Reply,
+    VeridicError,
+)
+
+openai = pytest.importorskip("openai")
+anthropic = pytest.importorskip("anthropic")
+
+
+def _adapter(api: str, server: FakeServer) -> OpenAIChat | OpenAIResponses | AnthropicMessages:
+    if api == "chat":
+        return OpenAIChat(server.client(openai, "OpenAI"), model="gpt-test")
+    if api == "responses":
+        return OpenAIResponses(server.client(openai, "OpenAI"), model="gpt-test")
+    return AnthropicMessages(server.client(anthropic, "Anthropic"), model="claude-test", max_tokens=9)
+
+
+def _sent(api: str, body: dict[str, Any]) -> tuple[ModelGateway, Reply]:
+    """The gateway and its reply to ``body``, an answer sent whole."""
+    server = FakeServer(http_module("anthropic" if api == "anthropic" else "openai"), [("json", body)])
+    gw, _, _ = gateway(_adapter(api, server))
+    return gw, gw.send(first_prompt(), VIEW, request_id="req-1")
+
+
+def _streamed(api: str, events: list[dict[str, Any]]) -> tuple[ModelGateway, Reply]:
+    """The gateway and its reply to ``events``, an answer streamed."""
+    sdk = "anthropic" if api == "anthropic" else "openai"
+    body = sse(events, named=api != "chat", done=api == "chat")
+    server = FakeServer(http_module(sdk), [("sse", body)])
+    gw, _, _ = gateway(_adapter(api, server))
+    with gw.stream(first_prompt(), VIEW, request_id="req-1") as stream:
+        list(stream)
+    return gw, stream.reply
+
+
+# --- a Responses stream that ends saying the answer failed or was cut off ----------------------
+
+
+def _responses_events(end: str, final: dict[str, Any]) -> list[dict[str, Any]]:
+    created = {**final, "output": [], "status": "in_progress"}
+    return [
+        {"type": "response.created", "sequence_number": 0, "response": created},
+        {
+            "type": "response.output_text.delta",
+            "sequence_number": 1,
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "Let me check.",
+            "logprobs": [],
+        },
+        {"type": end, "sequence_number": 2, "response": final},
+    ]
+
+
+def test_a_responses_stream_that_ends_with_response_failed_runs_nothing_whatever_it_holds() -> (
+    None
+):
+    """``response.failed`` says the answer failed. The adapter read the response the event
+    carries, and one whose status said ``completed`` (a proxy's, a compatible server's) ran
+    its calls as a whole answer."""
+    with pytest.raises(VeridicError, match="failed") as raised:
+        _streamed("responses", _responses_events("response.failed", copy.deepcopy(RESPONSE)))
+    assert "response.failed" in str(raised.value)
+    assert "nothing" in str(raised.value)
+
+
+def test_a_responses_stream_that_ends_with_response_incomplete_runs_no_call() -> None:
+    """``response.incomplete`` says the answer was cut off; a response of status
+    ``completed`` in it ran its calls, which may be cut short."""
+    with pytest.raises(VeridicError, match="response.incomplete") as raised:
+        _streamed("responses", _responses_events("response.incomplete", copy.deepcopy(RESPONSE)))
+    assert "'completed'" in str(raised.value)
+
+
+def test_a_responses_stream_that_ends_as_it_says_is_read_as_before() -> None:
+    incomplete = copy.deepcopy(RESPONSE)
+    incomplete.update(status="incomplete", incomplete_details={"reason": "max_output_tokens"})
+    _, reply = _streamed("responses", _responses_events("response.incomplete", incomplete))
+    assert reply.stop_reason == "incomplete:max_output_tokens"
+    _, reply = _streamed("responses", _responses_events("response.completed", RESPONSE))
+    assert reply.stop_reason == "completed"
+    assert [call.name for call in reply.tool_calls] == ["get_weather"]
+
+
+# --- an item of a completed response that is not complete --------------------------------------
+
+
+@pytest.mark.parametrize("status", ["incomplete", "in_progress"])
+@pytest.mark.parametrize("item", [0, 1], ids=["message", "function_call"])
+def test_an_unfinished_item_of_a_completed_response_is_refused(status: str, item: int) -> None:
+    """The Responses API marks each output item's ``status``: a ``function_call`` item that
+    is ``incomplete`` was cut off while the model wrote it, whatever the response's own
+    status says, and its call ran as the model never finished writing it."""
+    response = copy.deepcopy(RESPONSE)
+    response["output"][item]["status"] = status
+    with pytest.raises(VeridicError, match=f"status '{status}'") as raised:
+        _sent("responses", response)
+    assert "nothing of it was run" in str(raised.value)
+
+
+# --- an answer that stopped to call tools and holds none ---------------------------------------
+
+
+def _chat_without_calls(message: dict[str, Any] | None) -> dict[str, Any]:
+    answer: dict[str, Any] = copy.deepcopy(CHAT_TOOL_CALL)
+    answer["choices"][0]["message"] = message
+    return answer
+
+
+@pytest.mark.parametrize(
+    "message",
+    [{"role": "assistant", "content": "Done.", "tool_calls": []}, {"role": "assistant"}, None],
+    ids=["empty-list", "no-list", "no-message"],
+)
+def test_a_chat_answer_that_stopped_for_tool_calls_and_holds_none_is_refused(
+    message: dict[str, Any] | None,
+) -> None:
+    """``finish_reason: "tool_calls"`` says the model called tools. An answer that holds
+    none (a proxy that dropped the calls, a server that put them where the adapter does not
+    read) read as a final answer, and a run ended with its text as the output."""
+    with pytest.raises(VeridicError, match="'tool_calls'") as raised:
+        _sent("chat", _chat_without_calls(message))
+    assert "holds no tool call" in str(raised.value)
+
+
+def test_a_streamed_chat_answer_that_stopped_for_tool_calls_and_holds_none_is_refused() -> None:
+    with pytest.raises(VeridicError, match="holds no tool call"):
+        _streamed("chat", [chat_chunk({"content": "Done."}), chat_chunk({}, finish="tool_calls")])
+
+
+def test_an_anthropic_answer_that_stopped_for_tool_use_and_holds_none_is_refused() -> None:
+    answer = copy.deepcopy(MESSAGE)
+    answer["content"] = [{"type": "text", "text": "Done."}]
+    with pytest.raises(VeridicError, match="'tool_use'") as raised:
+        _sent("anthropic", answer)
+    assert "holds no tool call" in str(raised.value)
+
+
+def _message_events(*blocks: list[dict[str, Any]], stop: str, usage: Any = 5) -> list[Any]:
+    start = {**MESSAGE, "content": [], "stop_reason": None}
+    events: list[Any] = [{"type": "message_start", "message": start}]
+    for block in blocks:
+        events.extend(block)
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": usage},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+def _text_block(index: int, *deltas: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}},
+        *({"type": "content_block_delta", "index": index, "delta": delta} for delta in deltas),
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+def _tool_block(index: int) -> list[dict[str, Any]]:
+    tool_use = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}
+    delta = {"type": "input_json_delta", "partial_json": '{"city": "Oslo"}'}
+    return [
+        {"type": "content_block_start", "index": index, "content_block": tool_use},
+        {"type": "content_block_delta", "index": index, "delta": delta},
+        {"type": "content_block_stop", "index": index},
+    ]
+
+
+def test_a_streamed_anthropic_answer_that_stopped_for_tool_use_and_holds_none_is_refused() -> None:
+    text = _text_block(0, {"type": "text_delta", "text": "Done."})
+    with pytest.raises(VeridicError, match="holds no tool call"):
+        _streamed("anthropic", _message_events(text, stop="tool_use"))
+
+
+def test_an_answer_that_ended_its_turn_without_calls_is_read_as_before() -> None:
+    answer = copy.deepcopy(MESSAGE)
+    answer.update(content=[{"type": "text", "text": "Done."}], stop_reason="end_turn")
+    _, reply = _sent("anthropic", answer)
+    assert (reply.text, reply.tool_calls) == ("Done.", ())
+    chat = _chat_without_calls({"role": "assistant", "content": "Done."})
+    chat["choices"][0]["finish_reason"] = "stop"
+    _, reply = _sent("chat", chat)
+    assert (reply.text, reply.tool_calls) == ("Done.", ())
+
+
+# --- Anthropic stream events the assembler let pass unread -------------------------------------
+
+
+def test_a_streamed_negative_token_count_is_refused_as_the_answer_sent_whole() -> None:
+    """Sent whole, ``output_tokens: -3`` is refused as no count of tokens; streamed in the
+    ``message_delta``, it was taken as lower than the count held and left out unread."""
+    events = _message_events(_tool_block(0), stop="tool_use", usage=-3)
+    with pytest.raises(VeridicError, match="output_tokens=-3"):
+        _streamed("anthropic", events)
+
+
+def test_a_streamed_delta_of_a_kind_the_adapter_does_not_read_is_refused() -> None:
+    """A ``content_block_delta`` of a kind the adapter does not know was dropped: neither
+    shown nor recorded, its text vanished without a word."""
+    text = _text_block(
+        0,
+        {"type": "text_delta", "text": "Done."},
+        {"type": "markdown_delta", "text": " Also: I deleted the files."},
+    )
+    with pytest.raises(VeridicError, match="markdown_delta") as raised:
+        _streamed("anthropic", _message_events(text, stop="end_turn"))
+    assert "nothing" in str(raised.value)
+
+
+# --- chat chunks the SDK's merge cannot fit together -------------------------------------------
+
+
+def _piece(**fields: Any) -> dict[str, Any]:
+    return chat_chunk({"tool_calls": [{"index": 0, **fields}]})
+
+
+_CALL = {"id": "call_A", "type": "function"}
+
+
+def test_a_chat_chunk_whose_delta_is_null_is_refused_in_veridics_words() -> None:
+    """The SDK's merge raised an ``AttributeError`` of its own (``'NoneType' object has no
+    attribute 'to_dict'``), which said nothing of the answer or what to do."""
+    empty = chat_chunk({})
+    empty["choices"][0]["delta"] = None
+    with pytest.raises(VeridicError, match="not one answer"):
+        _streamed("chat", [empty, chat_chunk({"content": "Done."}, finish="stop")])
+
+
+@pytest.mark.parametrize(("first", "later"), [("function", "custom"), ("custom", "function")])
+def test_a_streamed_call_whose_type_changes_is_refused(first: str, later: str) -> None:
+    """The SDK keeps the last ``type`` a call's pieces give. A custom call (free-form
+    input, a tool the view never sends) whose later piece said ``function`` ran as a
+    function call; the other way round the SDK failed an ``assert`` of its own."""
+    events = [
+        _piece(id="call_A", type=first, function={"name": "get_weather", "arguments": ""}),
+        _piece(type=later, function={"arguments": '{"city": "Oslo"}'}),
+        chat_chunk({}, finish="tool_calls"),
+    ]
+    with pytest.raises(VeridicError, match="type") as raised:
+        _streamed("chat", events)
+    assert "not one answer" in str(raised.value)
+
+
+# --- errors that name what was wrong -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("api", "answer", "key"),
+    [
+        ("chat", "id", "id"),
+        ("chat", "name", "function.name"),
+        ("responses", "call_id", "call_id"),
+        ("anthropic", "name", "name"),
+    ],
+)
+def test_a_call_without_its_id_or_name_is_refused_as_the_servers_answer(
+    api: str, answer: str, key: str
+) -> None:
+    """A call the server sent without an id (or a name) was refused with "check that the
+    installed SDK version is one the extra allows": the SDK was never the cause, and the
+    message sent the reader to the wrong place."""
+    body: dict[str, Any]
+    if api == "chat":
+        body = copy.deepcopy(CHAT_TOOL_CALL)
+        call = body["choices"][0]["message"]["tool_calls"][0]
+        (call["function"] if answer == "name" else call).pop(answer)
+    elif api == "responses":
+        body = copy.deepcopy(RESPONSE)
+        body["output"][1].pop(answer)
+    else:
+        body = copy.deepcopy(MESSAGE)
+        body["content"][1].pop(answer)
+    with pytest.raises(VeridicError, match=f"no text at {key}") as raised:
+        _sent(api, body)
+    message = str(raised.value)
+    assert "what sits between you and the API" in message
+    assert "nothing of it was run" in message
+
+
+def test_a_call_of_an_unknown_type_is_quoted_clipped() -> None:
+    """The type of a call the server sent was quoted whole: a megabyte of it went into the
+    error and every log line that kept it."""
+    body = copy.deepcopy(CHAT_TOOL_CALL)
+    body["choices"][0]["message"]["tool_calls"][0]["type"] = "x" * 100_000
+    with pytest.raises(VeridicError, match="custom tools") as raised:
+        _sent("chat", body)
+    assert len(str(raised.value)) < 1000
+
+
+def test_the_refused_answers_run_no_call() -> None:
+    """What an answer refused above would have run had it been read: the call of the view
+    (so a refusal is what keeps it from running, not a name the view lacks)."""
+    gw, reply = _sent("chat", copy.deepcopy(CHAT_TOOL_CALL))
+    (outcome,) = gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
+    assert outcome.result.ok
