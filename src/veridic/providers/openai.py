@@ -931,6 +931,7 @@ class _ResponsesAssembler:
                 f"{self._adapter!r}: the stream ended before the response was complete (no "
                 "response.completed event); the answer is incomplete: send the request again"
             )
+        self._check_ending()
         for item in items(self._final, "output"):
             _refuse_streamed_object(attr(item, "arguments"), "a function call", repr(self._adapter))
         completion = self._adapter.parse(self._final)
@@ -939,6 +940,35 @@ class _ResponsesAssembler:
         if self._reasoning:
             completion = replace(completion, reasoning=self._merged_reasoning())
         return completion
+
+    def _check_ending(self) -> None:
+        """Refuse a stream whose last event and the response it carries tell two endings.
+
+        The event says how the answer ended; the adapter reads the response it carries.
+        A ``response.failed`` or ``response.incomplete`` event whose response said
+        ``completed`` (or said nothing, as a compatible server may) was read as a whole
+        answer, and its calls ran, which the provider had said failed or were cut off.
+        A ``response.completed`` whose response says it failed or was cut off is read as
+        the response says: :meth:`OpenAIResponses.parse` refuses the one, and the calls
+        of the other do not run.
+
+        Raises:
+            VeridicError: the stream ended with ``response.failed``, or with
+                ``response.incomplete`` and a response of another status.
+        """
+        status = attr(self._final, "status")
+        if self._ended == "response.failed":
+            message = attr(self._final, "error", "message")
+            raise VeridicError(
+                f"{self._adapter!r}: the stream ended with response.failed "
+                f"({server_said(message, 'no reason given')}); nothing of it was recorded or "
+                "run: fix the request or send it again"
+            )
+        if self._ended == "response.incomplete" and status != "incomplete":
+            raise self._void(
+                f"it ended with response.incomplete, whose response has status "
+                f"{clip(str(status))}"
+            )
 
     def _merged_reasoning(self) -> tuple[ReasoningItem, ...]:
         """The final response's reasoning items, each replaced by the stream's finished copy
