@@ -711,6 +711,8 @@ class OpenAIResponses(Adapter):
                 "check what sits between you and the API"
             )
         refuse_no_answer(response, "output", where)
+        if status != "incomplete":
+            _refuse_unfinished_items(response, where)
         reason = attr(response, "incomplete_details", "reason")
         stop = f"{status}:{reason}" if status == "incomplete" and reason else status
         text: list[str] = []
@@ -752,6 +754,35 @@ class OpenAIResponses(Adapter):
     def assembler(self) -> _ResponsesAssembler:
         return _ResponsesAssembler(self)
 
+
+def _refuse_unfinished_items(response: object, where: str) -> None:
+    """Refuse a response that says it is whole and holds an item that is not.
+
+    The Responses API marks each output item's ``status`` too: a ``function_call`` item
+    ``incomplete`` or ``in_progress`` was cut off while the model wrote it (its
+    arguments may be cut short, and still be JSON), and a message item so marked holds
+    part of the text. In a response of status ``completed`` (or of none, from a
+    compatible server) such an item ran as a call the model finished writing. A
+    response that is ``incomplete`` says so itself, and its calls do not run
+    (:func:`veridic.run.reply._check_whole`).
+
+    Raises:
+        VeridicError: naming the item, its type and its status.
+    """
+    for index, item in enumerate(items(response, "output")):
+        status = attr(item, "status")
+        if status not in _UNFINISHED:
+            continue
+        raise VeridicError(
+            f"{where}: the response says it is whole, but its output item {index} (a "
+            f"{clip(str(attr(item, 'type')))} item) has status {clip(str(status))}: it was "
+            "cut off while the model wrote it, so nothing of it was run: send the request "
+            "again, and check what sits between you and the API"
+        )
+
+
+_UNFINISHED: Final = frozenset({"incomplete", "in_progress"})
+"""The statuses of an output item the model did not finish writing."""
 
 _FINISHED: Final = frozenset({"completed", "incomplete", ""})
 """Statuses of a response that holds its answer ("" for a compatible server that sends none;
