@@ -139,11 +139,11 @@ def _chat_without_calls(message: dict[str, Any] | None) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "message",
-    [{"role": "assistant", "content": "Done.", "tool_calls": []}, {"role": "assistant"}, None],
-    ids=["empty-list", "no-list", "no-message"],
+    [{"role": "assistant", "content": "Done.", "tool_calls": []}, {"role": "assistant"}],
+    ids=["empty-list", "no-list"],
 )
 def test_a_chat_answer_that_stopped_for_tool_calls_and_holds_none_is_refused(
-    message: dict[str, Any] | None,
+    message: dict[str, Any],
 ) -> None:
     """``finish_reason: "tool_calls"`` says the model called tools. An answer that holds
     none (a proxy that dropped the calls, a server that put them where the adapter does not
@@ -151,6 +151,15 @@ def test_a_chat_answer_that_stopped_for_tool_calls_and_holds_none_is_refused(
     with pytest.raises(VeridicError, match="'tool_calls'") as raised:
         _sent("chat", _chat_without_calls(message))
     assert "holds no tool call" in str(raised.value)
+
+
+@pytest.mark.parametrize("finish", ["tool_calls", "stop"])
+def test_a_chat_choice_without_a_message_is_refused(finish: str) -> None:
+    """A choice with ``"message": null`` read as an answer of no text and no call."""
+    answer = _chat_without_calls(None)
+    answer["choices"][0]["finish_reason"] = finish
+    with pytest.raises(VeridicError, match="holds no message"):
+        _sent("chat", answer)
 
 
 def test_a_streamed_chat_answer_that_stopped_for_tool_calls_and_holds_none_is_refused() -> None:

@@ -49,6 +49,7 @@ __all__ = [
     "plain_block",
     "reasoning_item",
     "refuse_error",
+    "refuse_lost_calls",
     "refuse_no_answer",
     "server_said",
     "text_of",
@@ -1114,6 +1115,29 @@ def refuse_error(response: object, where: str) -> None:
         f"({server_said(message if message is not None else error, 'no reason given')}); "
         "nothing was answered or run: send the request again, and check what sits between "
         "you and the API"
+    )
+
+
+def refuse_lost_calls(completion: Completion, called: frozenset[str], where: str) -> None:
+    """Refuse an answer whose stop reason says the model stopped to call tools, and that
+    holds no call.
+
+    ``called`` are the API's words for it (chat completions' ``tool_calls``, Anthropic's
+    ``tool_use``). Read on, the answer was a final one: a run ended with its text as the
+    output, and the calls the model made (dropped by a proxy, or put by a compatible
+    server where the adapter does not read them) vanished without a word.
+
+    Raises:
+        VeridicError: naming the stop reason.
+    """
+    if completion.tool_calls or completion.stop_reason not in called:
+        return
+    raise VeridicError(
+        f"{where}: the answer stopped to call tools (stop reason "
+        f"{clip(completion.stop_reason)}) but holds no tool call: the calls the model made "
+        "were lost on the way, and read on, the answer would end the run as a final one; "
+        "nothing of it was run: send the request again, and check what sits between you "
+        "and the API"
     )
 
 

@@ -41,6 +41,7 @@ from veridic.providers._base import (
     plain_block,
     reasoning_item,
     refuse_error,
+    refuse_lost_calls,
     refuse_no_answer,
     server_said,
     text_of,
@@ -66,6 +67,8 @@ class AnthropicClient(Protocol):
 
 
 _EXTRA: Final = "anthropic"
+_CALLED: Final = frozenset({"tool_use"})
+"""The stop reason of an answer that stopped to call tools."""
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 _DELTA_INTO: Final[Mapping[str, frozenset[str]]] = {
     "text_delta": frozenset({"text"}),
@@ -191,7 +194,7 @@ class AnthropicMessages(Adapter):
                 )
             else:
                 raise _foreign(kind, where)
-        return Completion(
+        completion = Completion(
             text="".join(text),
             tool_calls=tuple(calls),
             stop_reason=text_of(response, "stop_reason", where=where, default=""),
@@ -200,6 +203,8 @@ class AnthropicMessages(Adapter):
             reasoning=tuple(reasoning),
             usage=usage_of(response, _READ, _WROTE, where=where, parts=_PARTS),
         )
+        refuse_lost_calls(completion, _CALLED, where)
+        return completion
 
     def assembler(self) -> _MessagesAssembler:
         return _MessagesAssembler(repr(self), self.model)
@@ -419,9 +424,11 @@ class _MessagesAssembler:
             reasoning_item("anthropic", block, self._where)
             for _, block in sorted(self._thinking.items())
         )
-        return Completion(
+        completion = Completion(
             "".join(text), tuple(calls), self._stop, self._id, self._model, reasoning, self._usage()
         )
+        refuse_lost_calls(completion, _CALLED, self._where)
+        return completion
 
     def _input(self, index: int, streamed: str) -> str:
         """A ``tool_use`` block's input: its ``input_json_delta`` s, or the input its start

@@ -46,6 +46,7 @@ from veridic.providers._base import (
     items,
     reasoning_item,
     refuse_error,
+    refuse_lost_calls,
     refuse_no_answer,
     server_said,
     text_of,
@@ -209,9 +210,14 @@ class OpenAIChat(Adapter):
             raise _void_choice(f"{len(choices)} choices", where)
         choice = choices[0]
         message = attr(choice, "message")
+        if message is None:
+            raise VeridicError(
+                f"{where}: the chat completion's choice holds no message, so it is no "
+                "answer; nothing of it was run: check what sits between you and the API"
+            )
         text = _chat_text(message, where)
         calls = tuple(_chat_call(call, where) for call in items(message, "tool_calls"))
-        return Completion(
+        completion = Completion(
             text=text,
             tool_calls=calls,
             stop_reason=text_of(choice, "finish_reason", where=where, default=""),
@@ -226,10 +232,16 @@ class OpenAIChat(Adapter):
                 total="total_tokens",
             ),
         )
+        refuse_lost_calls(completion, _CALLED, where)
+        return completion
 
     def assembler(self) -> _ChatAssembler:
         return _ChatAssembler(self)
 
+
+_CALLED: Final = frozenset({"tool_calls", "function_call"})
+"""The finish reasons of a chat answer that stopped to call tools (``function_call``: the
+legacy shape, whose call :func:`_chat_text` refuses)."""
 
 _OPENROUTER: Final = "openrouter.ai"
 
