@@ -229,11 +229,14 @@ def test_an_answer_that_ended_its_turn_without_calls_is_read_as_before() -> None
 # --- Anthropic stream events the assembler let pass unread -------------------------------------
 
 
-def test_a_streamed_negative_token_count_is_refused_as_the_answer_sent_whole() -> None:
+@pytest.mark.parametrize("count", [-3, 2.5])
+def test_a_streamed_token_count_that_is_no_count_is_refused_as_the_answer_sent_whole(
+    count: float,
+) -> None:
     """Sent whole, ``output_tokens: -3`` is refused as no count of tokens; streamed in the
     ``message_delta``, it was taken as lower than the count held and left out unread."""
-    events = _message_events(_tool_block(0), stop="tool_use", usage=-3)
-    with pytest.raises(VeridicError, match="output_tokens=-3"):
+    events = _message_events(_tool_block(0), stop="tool_use", usage=count)
+    with pytest.raises(VeridicError, match=f"output_tokens={count}"):
         _streamed("anthropic", events)
 
 

@@ -490,16 +490,13 @@ class _MessagesAssembler:
 
 
 def _lower(found: object, held: object) -> bool:
-    """Whether count ``found`` is lower than count ``held`` (both plain numbers; any other
-    value is taken, for :func:`usage_of` to refuse)."""
-    numbers = (int, float)
-    return (
-        isinstance(found, numbers)
-        and isinstance(held, numbers)
-        and not isinstance(found, bool)
-        and not isinstance(held, bool)
-        and found < held
-    )
+    """Whether count ``found`` is lower than count ``held``, both counts of tokens (whole
+    numbers from 0); any other value is taken, for :func:`usage_of` to refuse.
+
+    A negative count or a fraction was lower than the count held, so it was left out
+    unread, where the same count in an answer sent whole is refused as no count.
+    """
+    return type(found) is int and type(held) is int and 0 <= found < held
 
 
 _READ: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
