@@ -77,8 +77,8 @@ _DELTA_INTO: Final[Mapping[str, frozenset[str]]] = {
     "thinking_delta": frozenset({"thinking"}),
     "signature_delta": frozenset({"thinking"}),
 }
-"""The blocks each kind of delta the API sends may go into (a delta of another kind is
-not read, as before)."""
+"""The blocks each kind of delta the API sends may go into; a delta of another kind is
+refused (:meth:`_MessagesAssembler._check_delta`)."""
 
 
 class AnthropicMessages(Adapter):
@@ -380,14 +380,17 @@ class _MessagesAssembler:
         )
 
     def _check_delta(self, index: int, delta_kind: object) -> None:
-        """Refuse a delta for a block that never started, or for a block of another kind.
+        """Refuse a delta for a block that never started, for a block of another kind, or of a
+        kind the adapter does not read.
 
         The user is shown a ``text_delta`` as it arrives, while the reply on record is
         assembled by block: a ``text_delta`` into a ``tool_use`` block was shown as text and
         made part of the tool's arguments, an ``input_json_delta`` into a text block was
         recorded (and sent back to the model) as text nobody was shown, and a delta for a
         block that never started was shown and recorded nowhere. The API sends none of
-        these; a proxy that mangles events is the only source.
+        these; a proxy that mangles events is the only source. A delta of a kind the
+        adapter does not read was dropped, neither shown nor recorded: the text of a kind
+        the API adds later would vanish without a word.
         """
         thinking = self._thinking.get(index)
         block = self._blocks.get(index)
@@ -396,7 +399,9 @@ class _MessagesAssembler:
             kind = block[0]
         if kind is None:
             where = "which never started"
-        elif delta_kind in _DELTA_INTO and kind not in _DELTA_INTO[str(delta_kind)]:
+        elif delta_kind not in _DELTA_INTO:
+            where = "a kind of delta the adapter does not read (neither shown nor recorded)"
+        elif kind not in _DELTA_INTO[str(delta_kind)]:
             where = f"a block of type {clip(str(kind))}"
         else:
             return
