@@ -413,6 +413,17 @@ def _paired(text: str) -> str:
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
 
 
+_UNFITTING: Final = (
+    AssertionError,
+    AttributeError,
+    IndexError,
+    KeyError,
+    RuntimeError,
+    TypeError,
+    ValueError,
+)
+"""What the SDK's merge of chat chunks raises on chunks that do not fit together."""
+
 _MODEL_ENDED: Final = frozenset({"stop", "tool_calls"})
 """The finish reasons of a chat answer the model ended itself: a choice that finishes with
 one and then the other is one whole answer."""
@@ -469,6 +480,8 @@ class _ChatAssembler:
         """(choice, call index) of the calls an earlier piece began"""
         self._argued: set[tuple[object, object]] = set()
         """(choice, call index) of the calls whose argument text began"""
+        self._types: dict[tuple[object, object], object] = {}
+        """(choice, call index) -> the type its first piece gave"""
 
     def feed(self, event: object) -> str:
         _refuse_searched(event, repr(self._adapter))
@@ -476,8 +489,9 @@ class _ChatAssembler:
             event = self._unrepeated(event)
         try:
             self._state.handle_chunk(event)
-        # RuntimeError: the SDK's merge of a call piece that has no index.
-        except (IndexError, KeyError, RuntimeError, TypeError, ValueError) as error:
+        # RuntimeError: the SDK's merge of a call piece that has no index; AttributeError: a
+        # choice whose delta is null; AssertionError: the SDK's own asserts on what it merged.
+        except _UNFITTING as error:
             raise self._void(f"its chunks do not fit together ({type(error).__name__})") from error
         self._fed = True
         choices = attr(event, "choices")
@@ -521,6 +535,7 @@ class _ChatAssembler:
                     f"tool call {clip(str(key[1]))} of choice {clip(str(key[0]))}",
                     repr(self._adapter),
                 )
+                self._check_type(key, attr(call, "type"))
                 given = attr(call, "id")
                 if isinstance(given, str) and given:
                     first = self._ids.setdefault(key, given)
@@ -541,6 +556,25 @@ class _ChatAssembler:
                         f"{clip(str(reason))})"
                     )
         return called
+
+    def _check_type(self, key: tuple[object, object], kind: object) -> None:
+        """Refuse a piece that gives a call another ``type`` than an earlier piece gave it.
+
+        The SDK keeps the last ``type`` it is given: a ``custom`` call (free-form input, a
+        tool the view never sends) whose later piece said ``function`` ran as a function
+        call, which :func:`_chat_call` refuses only for the type it reads.
+
+        Raises:
+            VeridicError: naming the call and both types.
+        """
+        if kind is None or kind == "":  # a later piece that gives no type
+            return
+        first = self._types.setdefault(key, kind)
+        if first != kind:
+            raise self._void(
+                f"tool call {clip(str(key[1]))} of choice {clip(str(key[0]))} was of type "
+                f"{clip(str(first))}, and a later piece gives it type {clip(str(kind))}"
+            )
 
     def _unrepeated(self, event: object) -> object:
         """``event`` without the id and name a call's later piece repeats (a copy, when one
