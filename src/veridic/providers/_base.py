@@ -1067,6 +1067,11 @@ def items(value: object, *path: str) -> list[object]:
 def text_of(value: object, *path: str, where: str, default: str | None = None) -> str:
     """The string at ``path`` in ``value``.
 
+    The message names the server's answer first: the SDK reads whatever JSON the server
+    sent, so a call without an id or a name (a compatible server's, a proxy's) gets here
+    far more often than an SDK of another version does, and "check the SDK version"
+    alone sent the reader to the wrong place.
+
     Raises:
         VeridicError: there is none and no ``default`` was given: the response
             is not of the shape this adapter reads.
@@ -1077,9 +1082,10 @@ def text_of(value: object, *path: str, where: str, default: str | None = None) -
     if found is None and default is not None:
         return default
     raise VeridicError(
-        f"{where}: the provider's response has no text at {'.'.join(path)} "
-        f"(got {type(found).__name__}); the SDK's response shape is not one this adapter "
-        "reads: check that the installed SDK version is one the extra allows"
+        f"{where}: the answer has no text at {'.'.join(path)} (got {a_type(found)}), so it "
+        "is not of the shape this adapter reads; nothing of it was run: check what sits "
+        "between you and the API (a proxy, or a compatible server that answers in another "
+        "shape), and that the installed SDK version is one the extra allows"
     )
 
 

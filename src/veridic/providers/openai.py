@@ -36,7 +36,7 @@ from types import MappingProxyType
 from typing import Final, Protocol
 
 from veridic._extras import require
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.providers._base import (
@@ -388,8 +388,9 @@ def _chat_call(call: object, where: str) -> ToolCall:
     kind = attr(call, "type")
     if kind not in (None, "function"):
         raise VeridicError(
-            f"{where}: the model made a {kind!r} tool call, but the gateway sends only "
-            "function tools from the view: do not add custom tools through options"
+            f"{where}: the model made a tool call of type {quoted(kind)}, but the gateway "
+            "sends only function tools from the view; nothing of it was run: do not add "
+            "custom tools through options"
         )
     return ToolCall(
         text_of(call, "id", where=where),
