@@ -339,3 +339,44 @@ def test_the_refused_answers_run_no_call() -> None:
     gw, reply = _sent("chat", copy.deepcopy(CHAT_TOOL_CALL))
     (outcome,) = gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
     assert outcome.result.ok
+
+
+# --- a list the adapter reads, sent as something else -----------------------------------------
+
+
+def test_chat_tool_calls_that_are_no_list_are_refused() -> None:
+    """``tool_calls`` sent as an object (``{"0": {...}}``) read as no call at all: with
+    ``finish_reason: "stop"`` the answer was a final one, the call gone without a word."""
+    body = copy.deepcopy(CHAT_TOOL_CALL)
+    message = body["choices"][0]["message"]
+    message["tool_calls"] = {"0": message["tool_calls"][0]}
+    body["choices"][0]["finish_reason"] = "stop"
+    with pytest.raises(VeridicError, match="tool_calls") as raised:
+        _sent("chat", body)
+    assert "an object" in str(raised.value) or "a dict" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    "content", ["Let me check.", {"type": "output_text", "text": "Let me check."}]
+)
+def test_a_responses_message_whose_content_is_no_list_is_refused(content: object) -> None:
+    """A message item whose ``content`` is text or one part (a compatible server's) read
+    as a message of no text: what the model said vanished from the reply and its record."""
+    body = copy.deepcopy(RESPONSE)
+    body["output"][0]["content"] = content
+    with pytest.raises(VeridicError, match="content") as raised:
+        _sent("responses", body)
+    assert "nothing of it was run" in str(raised.value)
+
+
+def test_a_message_without_calls_or_parts_is_read_as_before() -> None:
+    body = copy.deepcopy(CHAT_TOOL_CALL)
+    body["choices"][0].update(
+        finish_reason="stop", message={"role": "assistant", "content": "Done.", "tool_calls": None}
+    )
+    _, reply = _sent("chat", body)
+    assert (reply.text, reply.tool_calls) == ("Done.", ())
+    response = copy.deepcopy(RESPONSE)
+    response["output"][0]["content"] = []
+    _, reply = _sent("responses", response)
+    assert reply.text == ""
