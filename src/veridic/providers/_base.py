@@ -46,6 +46,7 @@ __all__ = [
     "arguments_json",
     "attr",
     "items",
+    "listed",
     "plain_block",
     "reasoning_item",
     "refuse_error",
@@ -1062,6 +1063,29 @@ def items(value: object, *path: str) -> list[object]:
     """The list at ``path`` in ``value`` (empty when there is none)."""
     found = attr(value, *path)
     return list(found) if isinstance(found, list | tuple) else []
+
+
+def listed(value: object, *path: str, where: str) -> list[object]:
+    """The list at ``path`` in ``value``: empty when there is none (``null``, or left out).
+
+    :func:`items` reads anything else as empty too, which is right where the adapter only
+    looks, and wrong where the list holds the answer: a chat message's ``tool_calls`` sent
+    as an object, or a Responses message's ``content`` sent as text, read as no call and
+    no text, and the answer lost them without a word.
+
+    Raises:
+        VeridicError: there is a value at ``path`` and it is not a list.
+    """
+    found = attr(value, *path)
+    if found is None:
+        return []
+    if isinstance(found, list | tuple):
+        return list(found)
+    raise VeridicError(
+        f"{where}: the answer's {'.'.join(path)} is {a_type(found)}, not a list, so the "
+        "adapter would read none of it; nothing of it was run: check what sits between you "
+        "and the API (a proxy, or a compatible server that answers in another shape)"
+    )
 
 
 def text_of(value: object, *path: str, where: str, default: str | None = None) -> str:

@@ -44,6 +44,7 @@ from veridic.providers._base import (
     Completion,
     attr,
     items,
+    listed,
     reasoning_item,
     refuse_error,
     refuse_lost_calls,
@@ -216,7 +217,9 @@ class OpenAIChat(Adapter):
                 "answer; nothing of it was run: check what sits between you and the API"
             )
         text = _chat_text(message, where)
-        calls = tuple(_chat_call(call, where) for call in items(message, "tool_calls"))
+        calls = tuple(
+            _chat_call(call, where) for call in listed(message, "tool_calls", where=where)
+        )
         completion = Completion(
             text=text,
             tool_calls=calls,
@@ -770,7 +773,9 @@ class OpenAIResponses(Adapter):
             if kind == "reasoning":
                 reasoning.append(reasoning_item("openai", item, where))
             elif kind == "message":
-                text.extend(_part_text(part, where) for part in items(item, "content"))
+                text.extend(
+                    _part_text(part, where) for part in listed(item, "content", where=where)
+                )
             elif kind == "function_call":
                 calls.append(
                     ToolCall(
