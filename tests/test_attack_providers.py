@@ -380,3 +380,17 @@ def test_a_message_without_calls_or_parts_is_read_as_before() -> None:
     response["output"][0]["content"] = []
     _, reply = _sent("responses", response)
     assert reply.text == ""
+
+
+def test_a_streamed_block_that_starts_before_one_already_started_is_refused() -> None:
+    """The API starts blocks in the order of their index. A stream that started block 1
+    and then block 0 showed "B" then "A", while the reply, assembled by index, recorded
+    and sent back "AB": the user read one answer and another was kept."""
+    events = _message_events(
+        _text_block(1, {"type": "text_delta", "text": "B"}),
+        _text_block(0, {"type": "text_delta", "text": "A"}),
+        stop="end_turn",
+    )
+    with pytest.raises(VeridicError, match="block 0") as raised:
+        _streamed("anthropic", events)
+    assert "nothing" in str(raised.value)
