@@ -303,12 +303,23 @@ class _MessagesAssembler:
 
     def _opened(self, event: object) -> int:
         """The index of a block that starts; one that started already is refused: the
-        second start would replace the first block, text the user was shown included."""
+        second start would replace the first block, text the user was shown included. So is
+        one whose index is below a block started before it: the API starts blocks in the
+        order of their index, and the reply is assembled in that order, so the user was
+        shown the text in one order and the reply recorded it in another."""
         index = self._index(event)
-        if index in self._blocks or index in self._thinking:
+        started = self._blocks.keys() | self._thinking.keys()
+        if index in started:
             raise VeridicError(
                 f"{self._where}: the stream started content block {index} twice; the answer "
                 "cannot be told apart from what was streamed, so nothing was answered: send "
+                "the request again (a proxy between you and the API may be mangling events)"
+            )
+        if started and index < max(started):
+            raise VeridicError(
+                f"{self._where}: the stream started content block {index} after block "
+                f"{max(started)}; the reply is assembled in the order of the blocks, so it "
+                "would hold another answer than the one streamed: nothing was answered: send "
                 "the request again (a proxy between you and the API may be mangling events)"
             )
         return index
