@@ -394,3 +394,19 @@ def test_a_streamed_block_that_starts_before_one_already_started_is_refused() ->
     with pytest.raises(VeridicError, match="block 0") as raised:
         _streamed("anthropic", events)
     assert "nothing" in str(raised.value)
+
+
+@pytest.mark.parametrize("key", ["citations", "search_results", "annotations"])
+def test_what_a_search_found_is_refused_in_any_shape(key: str) -> None:
+    """A list of what a search the server ran found is refused (the model read text outside
+    the prompt); the same sent as an object, not a list, was read as none, and the answer
+    passed as one the model wrote from the prompt alone."""
+    body = copy.deepcopy(CHAT_TOOL_CALL)
+    found = {"0": {"type": "url_citation", "url": "https://example.com"}}
+    if key == "annotations":
+        body["choices"][0]["message"][key] = found
+    else:
+        body[key] = found
+    said = "cites what the model read outside the prompt" if key == "annotations" else key
+    with pytest.raises(VeridicError, match=said):
+        _sent("chat", body)

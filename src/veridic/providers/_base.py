@@ -45,6 +45,7 @@ __all__ = [
     "Usage",
     "arguments_json",
     "attr",
+    "found_in",
     "items",
     "listed",
     "plain_block",
@@ -1063,6 +1064,20 @@ def items(value: object, *path: str) -> list[object]:
     """The list at ``path`` in ``value`` (empty when there is none)."""
     found = attr(value, *path)
     return list(found) if isinstance(found, list | tuple) else []
+
+
+def found_in(value: object, *path: str) -> list[object]:
+    """What a refusal looks for at ``path`` in ``value``: the list there, the one value
+    there when it is not a list (and not empty), else nothing.
+
+    For what must not be there at all (citations, search results): :func:`items` read an
+    object where a list belongs as nothing found, so the same citations sent as an object
+    passed where sent as a list they were refused.
+    """
+    found = attr(value, *path)
+    if isinstance(found, list | tuple):
+        return list(found)
+    return [found] if found else []
 
 
 def listed(value: object, *path: str, where: str) -> list[object]:

@@ -36,6 +36,7 @@ from veridic.providers._base import (
     Usage,
     arguments_json,
     attr,
+    found_in,
     given_options,
     items,
     plain_block,
@@ -182,7 +183,7 @@ class AnthropicMessages(Adapter):
             if kind in _THINKING:
                 reasoning.append(reasoning_item("anthropic", block, where))
             elif kind == "text":
-                _refuse_citations(items(block, "citations"), where)
+                _refuse_citations(found_in(block, "citations"), where)
                 text.append(text_of(block, "text", where=where))
             elif kind == "tool_use":
                 calls.append(
@@ -272,7 +273,7 @@ class _MessagesAssembler:
                 if started is not None and started != {}:
                     self._inputs[index] = arguments_json(started)
             elif block_kind == "text":
-                _refuse_citations(items(block, "citations"), self._where)
+                _refuse_citations(found_in(block, "citations"), self._where)
                 start = text_of(block, "text", where=self._where, default="")
                 self._blocks[index] = [block_kind, start, "", ""]
                 return start

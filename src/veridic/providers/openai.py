@@ -43,6 +43,7 @@ from veridic.providers._base import (
     Adapter,
     Completion,
     attr,
+    found_in,
     items,
     listed,
     reasoning_item,
@@ -348,7 +349,7 @@ def _refuse_citations(holder: object, where: str) -> None:
     Raises:
         VeridicError: naming the kinds of the annotations.
     """
-    found = items(holder, "annotations")
+    found = found_in(holder, "annotations")
     if not found:
         return
     kinds = sorted({clip(str(attr(note, "type"))) for note in found})
@@ -377,7 +378,7 @@ def _refuse_searched(completion: object, where: str) -> None:
         VeridicError: naming the key.
     """
     for key in _SEARCHED:
-        if items(completion, key):
+        if found_in(completion, key):
             raise VeridicError(
                 f"{where}: the answer lists {key} of a search the server ran: the model read "
                 "text outside the prompt, in no data block and under no hash of the "
