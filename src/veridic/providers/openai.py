@@ -1050,8 +1050,7 @@ class _ResponsesAssembler:
             )
         if self._ended == "response.incomplete" and status != "incomplete":
             raise self._void(
-                f"it ended with response.incomplete, whose response has status "
-                f"{clip(str(status))}"
+                f"it ended with response.incomplete, whose response has status {clip(str(status))}"
             )
 
     def _merged_reasoning(self) -> tuple[ReasoningItem, ...]:
