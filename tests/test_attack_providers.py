@@ -421,3 +421,28 @@ def test_what_a_search_found_is_refused_in_any_shape(key: str) -> None:
     said = "cites what the model read outside the prompt" if key == "annotations" else key
     with pytest.raises(VeridicError, match=said):
         _sent("chat", body)
+
+
+@pytest.mark.parametrize("api", ["anthropic", "responses"])
+def test_a_reasoning_block_the_adapter_cannot_keep_is_refused_as_the_servers_answer(
+    api: str,
+) -> None:
+    """A reasoning block missing what the API always sends (a compatible server's) was
+    refused by ``ReasoningItem`` with "pass the block exactly as the provider returned
+    it": the adapter had, and the message named neither it nor that nothing ran."""
+    if api == "anthropic":
+        body = _copy(MESSAGE)
+        body["content"].insert(0, {"type": "thinking", "thinking": "Oslo first."})
+        named = "AnthropicMessages"
+    else:
+        body = _copy(RESPONSE)
+        body["output"].insert(0, {"type": "reasoning", "id": "rs_1", "content": []})
+        named = "OpenAIResponses"
+    with pytest.raises(VeridicError, match=named) as raised:
+        _sent(api, body)
+    message = str(raised.value)
+    assert "nothing of it was run" in message
+    assert message.rstrip().endswith(
+        "check what sits between you and the API (a proxy, or a compatible server whose "
+        "reasoning blocks are not the API's own)"
+    )
