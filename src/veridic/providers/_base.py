@@ -1205,11 +1205,23 @@ def refuse_no_answer(response: object, key: str, where: str) -> None:
 def reasoning_item(provider: ReasoningProvider, block: object, where: str) -> ReasoningItem:
     """A reasoning block of a response as a :class:`~veridic.ReasoningItem`, every key kept.
 
+    The refusal of :class:`~veridic.ReasoningItem` told its caller to pass the block as
+    the provider returned it, which the adapter had: it is framed here as the answer's,
+    naming the adapter and that nothing of the answer ran.
+
     Raises:
         VeridicError: the block cannot be read (:func:`plain_block`), or is
             not a reasoning block of ``provider``.
     """
-    return ReasoningItem.of(provider, plain_block(provider, block, where))
+    plain = plain_block(provider, block, where)
+    try:
+        return ReasoningItem.of(provider, plain)
+    except VeridicError as error:
+        raise VeridicError(
+            f"{where}: the answer holds a reasoning block that cannot be kept to send back "
+            f"({error}); nothing of it was run: check what sits between you and the API (a "
+            "proxy, or a compatible server whose reasoning blocks are not the API's own)"
+        ) from error
 
 
 def plain_block(provider: ReasoningProvider, block: object, where: str) -> JsonObject:
