@@ -446,3 +446,15 @@ def test_a_reasoning_block_the_adapter_cannot_keep_is_refused_as_the_servers_ans
         "check what sits between you and the API (a proxy, or a compatible server whose "
         "reasoning blocks are not the API's own)"
     )
+
+
+def test_a_responses_stream_ending_incomplete_with_a_response_of_no_status_is_incomplete() -> None:
+    """A compatible server that gives its responses no status: the ``response.incomplete``
+    event says what the response does not, so the reply is incomplete and its calls do
+    not run, while its text is kept."""
+    final = _copy(RESPONSE)
+    del final["status"]
+    gw, reply = _streamed("responses", _responses_events("response.incomplete", final))
+    assert (reply.text, reply.stop_reason) == ("Let me check.", "incomplete")
+    with pytest.raises(VeridicError, match="was cut off"):
+        gw.run_tools(reply, policy=ApprovalPolicy(VIEW))

@@ -1019,6 +1019,9 @@ class _ResponsesAssembler:
         for item in items(self._final, "output"):
             _refuse_streamed_object(attr(item, "arguments"), "a function call", repr(self._adapter))
         completion = self._adapter.parse(self._final)
+        if self._ended == "response.incomplete" and not completion.stop_reason:
+            # A response of no status (a compatible server's): the event says what it does not.
+            completion = replace(completion, stop_reason="incomplete")
         self._check_text()
         self._check_calls()
         if self._reasoning:
@@ -1034,7 +1037,8 @@ class _ResponsesAssembler:
         answer, and its calls ran, which the provider had said failed or were cut off.
         A ``response.completed`` whose response says it failed or was cut off is read as
         the response says: :meth:`OpenAIResponses.parse` refuses the one, and the calls
-        of the other do not run.
+        of the other do not run. A ``response.incomplete`` whose response gives no status
+        (a compatible server's) is read as incomplete (:meth:`finish`).
 
         Raises:
             VeridicError: the stream ended with ``response.failed``, or with
@@ -1048,7 +1052,7 @@ class _ResponsesAssembler:
                 f"({server_said(message, 'no reason given')}); nothing of it was recorded or "
                 "run: fix the request or send it again"
             )
-        if self._ended == "response.incomplete" and status != "incomplete":
+        if self._ended == "response.incomplete" and status not in _INCOMPLETE:
             raise self._void(
                 f"it ended with response.incomplete, whose response has status {clip(str(status))}"
             )
@@ -1101,6 +1105,9 @@ class _ResponsesAssembler:
                     f"the final response holds {clip(str(final.get(item_id)))}"
                 )
 
+
+_INCOMPLETE: Final = frozenset({"incomplete", "", None})
+"""The statuses of the response a ``response.incomplete`` event may carry: its own, or none."""
 
 _SHOWN_DELTAS: Final = frozenset({"response.output_text.delta", "response.refusal.delta"})
 """The events whose deltas the user is shown: the text parts and the refusals the reply holds."""
