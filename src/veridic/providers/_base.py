@@ -45,10 +45,13 @@ __all__ = [
     "Usage",
     "arguments_json",
     "attr",
+    "found_in",
     "items",
+    "listed",
     "plain_block",
     "reasoning_item",
     "refuse_error",
+    "refuse_lost_calls",
     "refuse_no_answer",
     "server_said",
     "text_of",
@@ -1055,8 +1058,50 @@ def items(value: object, *path: str) -> list[object]:
     return list(found) if isinstance(found, list | tuple) else []
 
 
+def found_in(value: object, *path: str) -> list[object]:
+    """What a refusal looks for at ``path`` in ``value``: the list there, the one value
+    there when it is not a list (and not empty), else nothing.
+
+    For what must not be there at all (citations, search results): :func:`items` read an
+    object where a list belongs as nothing found, so the same citations sent as an object
+    passed where sent as a list they were refused.
+    """
+    found = attr(value, *path)
+    if isinstance(found, list | tuple):
+        return list(found)
+    return [found] if found else []
+
+
+def listed(value: object, *path: str, where: str) -> list[object]:
+    """The list at ``path`` in ``value``: empty when there is none (``null``, or left out).
+
+    :func:`items` reads anything else as empty too, which is right where the adapter only
+    looks, and wrong where the list holds the answer: a chat message's ``tool_calls`` sent
+    as an object, or a Responses message's ``content`` sent as text, read as no call and
+    no text, and the answer lost them without a word.
+
+    Raises:
+        VeridicError: there is a value at ``path`` and it is not a list.
+    """
+    found = attr(value, *path)
+    if found is None:
+        return []
+    if isinstance(found, list | tuple):
+        return list(found)
+    raise VeridicError(
+        f"{where}: the answer's {'.'.join(path)} is {a_type(found)}, not a list, so the "
+        "adapter would read none of it; nothing of it was run: check what sits between you "
+        "and the API (a proxy, or a compatible server that answers in another shape)"
+    )
+
+
 def text_of(value: object, *path: str, where: str, default: str | None = None) -> str:
     """The string at ``path`` in ``value``.
+
+    The message names the server's answer first: the SDK reads whatever JSON the server
+    sent, so a call without an id or a name (a compatible server's, a proxy's) gets here
+    far more often than an SDK of another version does, and "check the SDK version"
+    alone sent the reader to the wrong place.
 
     Raises:
         VeridicError: there is none and no ``default`` was given: the response
@@ -1068,9 +1113,10 @@ def text_of(value: object, *path: str, where: str, default: str | None = None) -
     if found is None and default is not None:
         return default
     raise VeridicError(
-        f"{where}: the provider's response has no text at {'.'.join(path)} "
-        f"(got {type(found).__name__}); the SDK's response shape is not one this adapter "
-        "reads: check that the installed SDK version is one the extra allows"
+        f"{where}: the answer has no text at {'.'.join(path)} (got {a_type(found)}), so it "
+        "is not of the shape this adapter reads; nothing of it was run: check what sits "
+        "between you and the API (a proxy, or a compatible server that answers in another "
+        "shape), and that the installed SDK version is one the extra allows"
     )
 
 
@@ -1109,6 +1155,29 @@ def refuse_error(response: object, where: str) -> None:
     )
 
 
+def refuse_lost_calls(completion: Completion, called: frozenset[str], where: str) -> None:
+    """Refuse an answer whose stop reason says the model stopped to call tools, and that
+    holds no call.
+
+    ``called`` are the API's words for it (chat completions' ``tool_calls``, Anthropic's
+    ``tool_use``). Read on, the answer was a final one: a run ended with its text as the
+    output, and the calls the model made (dropped by a proxy, or put by a compatible
+    server where the adapter does not read them) vanished without a word.
+
+    Raises:
+        VeridicError: naming the stop reason.
+    """
+    if completion.tool_calls or completion.stop_reason not in called:
+        return
+    raise VeridicError(
+        f"{where}: the answer stopped to call tools (stop reason "
+        f"{clip(completion.stop_reason)}) but holds no tool call: the calls the model made "
+        "were lost on the way, and read on, the answer would end the run as a final one; "
+        "nothing of it was run: send the request again, and check what sits between you "
+        "and the API"
+    )
+
+
 def refuse_no_answer(response: object, key: str, where: str) -> None:
     """Refuse a response without the list (``key``) that holds an API's answer: an empty
     answer is a list with nothing in it, a response without one is not an answer.
@@ -1128,11 +1197,23 @@ def refuse_no_answer(response: object, key: str, where: str) -> None:
 def reasoning_item(provider: ReasoningProvider, block: object, where: str) -> ReasoningItem:
     """A reasoning block of a response as a :class:`~veridic.ReasoningItem`, every key kept.
 
+    The refusal of :class:`~veridic.ReasoningItem` told its caller to pass the block as
+    the provider returned it, which the adapter had: it is framed here as the answer's,
+    naming the adapter and that nothing of the answer ran.
+
     Raises:
         VeridicError: the block cannot be read (:func:`plain_block`), or is
             not a reasoning block of ``provider``.
     """
-    return ReasoningItem.of(provider, plain_block(provider, block, where))
+    plain = plain_block(provider, block, where)
+    try:
+        return ReasoningItem.of(provider, plain)
+    except VeridicError as error:
+        raise VeridicError(
+            f"{where}: the answer holds a reasoning block that cannot be kept to send back "
+            f"({error}); nothing of it was run: check what sits between you and the API (a "
+            "proxy, or a compatible server whose reasoning blocks are not the API's own)"
+        ) from error
 
 
 def plain_block(provider: ReasoningProvider, block: object, where: str) -> JsonObject:

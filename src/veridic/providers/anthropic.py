@@ -36,11 +36,13 @@ from veridic.providers._base import (
     Usage,
     arguments_json,
     attr,
+    found_in,
     given_options,
     items,
     plain_block,
     reasoning_item,
     refuse_error,
+    refuse_lost_calls,
     refuse_no_answer,
     server_said,
     text_of,
@@ -66,6 +68,8 @@ class AnthropicClient(Protocol):
 
 
 _EXTRA: Final = "anthropic"
+_CALLED: Final = frozenset({"tool_use"})
+"""The stop reason of an answer that stopped to call tools."""
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 _DELTA_INTO: Final[Mapping[str, frozenset[str]]] = {
     "text_delta": frozenset({"text"}),
@@ -74,8 +78,8 @@ _DELTA_INTO: Final[Mapping[str, frozenset[str]]] = {
     "thinking_delta": frozenset({"thinking"}),
     "signature_delta": frozenset({"thinking"}),
 }
-"""The blocks each kind of delta the API sends may go into (a delta of another kind is
-not read, as before)."""
+"""The blocks each kind of delta the API sends may go into; a delta of another kind is
+refused (:meth:`_MessagesAssembler._check_delta`)."""
 
 
 class AnthropicMessages(Adapter):
@@ -179,7 +183,7 @@ class AnthropicMessages(Adapter):
             if kind in _THINKING:
                 reasoning.append(reasoning_item("anthropic", block, where))
             elif kind == "text":
-                _refuse_citations(items(block, "citations"), where)
+                _refuse_citations(found_in(block, "citations"), where)
                 text.append(text_of(block, "text", where=where))
             elif kind == "tool_use":
                 calls.append(
@@ -191,7 +195,7 @@ class AnthropicMessages(Adapter):
                 )
             else:
                 raise _foreign(kind, where)
-        return Completion(
+        completion = Completion(
             text="".join(text),
             tool_calls=tuple(calls),
             stop_reason=text_of(response, "stop_reason", where=where, default=""),
@@ -200,6 +204,8 @@ class AnthropicMessages(Adapter):
             reasoning=tuple(reasoning),
             usage=usage_of(response, _READ, _WROTE, where=where, parts=_PARTS),
         )
+        refuse_lost_calls(completion, _CALLED, where)
+        return completion
 
     def assembler(self) -> _MessagesAssembler:
         return _MessagesAssembler(repr(self), self.model)
@@ -267,7 +273,7 @@ class _MessagesAssembler:
                 if started is not None and started != {}:
                     self._inputs[index] = arguments_json(started)
             elif block_kind == "text":
-                _refuse_citations(items(block, "citations"), self._where)
+                _refuse_citations(found_in(block, "citations"), self._where)
                 start = text_of(block, "text", where=self._where, default="")
                 self._blocks[index] = [block_kind, start, "", ""]
                 return start
@@ -298,12 +304,23 @@ class _MessagesAssembler:
 
     def _opened(self, event: object) -> int:
         """The index of a block that starts; one that started already is refused: the
-        second start would replace the first block, text the user was shown included."""
+        second start would replace the first block, text the user was shown included. So is
+        one whose index is below a block started before it: the API starts blocks in the
+        order of their index, and the reply is assembled in that order, so the user was
+        shown the text in one order and the reply recorded it in another."""
         index = self._index(event)
-        if index in self._blocks or index in self._thinking:
+        started = self._blocks.keys() | self._thinking.keys()
+        if index in started:
             raise VeridicError(
                 f"{self._where}: the stream started content block {index} twice; the answer "
                 "cannot be told apart from what was streamed, so nothing was answered: send "
+                "the request again (a proxy between you and the API may be mangling events)"
+            )
+        if started and index < max(started):
+            raise VeridicError(
+                f"{self._where}: the stream started content block {index} after block "
+                f"{max(started)}; the reply is assembled in the order of the blocks, so it "
+                "would hold another answer than the one streamed: nothing was answered: send "
                 "the request again (a proxy between you and the API may be mangling events)"
             )
         return index
@@ -375,14 +392,17 @@ class _MessagesAssembler:
         )
 
     def _check_delta(self, index: int, delta_kind: object) -> None:
-        """Refuse a delta for a block that never started, or for a block of another kind.
+        """Refuse a delta for a block that never started, for a block of another kind, or of a
+        kind the adapter does not read.
 
         The user is shown a ``text_delta`` as it arrives, while the reply on record is
         assembled by block: a ``text_delta`` into a ``tool_use`` block was shown as text and
         made part of the tool's arguments, an ``input_json_delta`` into a text block was
         recorded (and sent back to the model) as text nobody was shown, and a delta for a
         block that never started was shown and recorded nowhere. The API sends none of
-        these; a proxy that mangles events is the only source.
+        these; a proxy that mangles events is the only source. A delta of a kind the
+        adapter does not read was dropped, neither shown nor recorded: the text of a kind
+        the API adds later would vanish without a word.
         """
         thinking = self._thinking.get(index)
         block = self._blocks.get(index)
@@ -391,7 +411,9 @@ class _MessagesAssembler:
             kind = block[0]
         if kind is None:
             where = "which never started"
-        elif delta_kind in _DELTA_INTO and kind not in _DELTA_INTO[str(delta_kind)]:
+        elif delta_kind not in _DELTA_INTO:
+            where = "a kind of delta the adapter does not read (neither shown nor recorded)"
+        elif kind not in _DELTA_INTO[str(delta_kind)]:
             where = f"a block of type {clip(str(kind))}"
         else:
             return
@@ -419,9 +441,11 @@ class _MessagesAssembler:
             reasoning_item("anthropic", block, self._where)
             for _, block in sorted(self._thinking.items())
         )
-        return Completion(
+        completion = Completion(
             "".join(text), tuple(calls), self._stop, self._id, self._model, reasoning, self._usage()
         )
+        refuse_lost_calls(completion, _CALLED, self._where)
+        return completion
 
     def _input(self, index: int, streamed: str) -> str:
         """A ``tool_use`` block's input: its ``input_json_delta`` s, or the input its start
@@ -483,16 +507,13 @@ class _MessagesAssembler:
 
 
 def _lower(found: object, held: object) -> bool:
-    """Whether count ``found`` is lower than count ``held`` (both plain numbers; any other
-    value is taken, for :func:`usage_of` to refuse)."""
-    numbers = (int, float)
-    return (
-        isinstance(found, numbers)
-        and isinstance(held, numbers)
-        and not isinstance(found, bool)
-        and not isinstance(held, bool)
-        and found < held
-    )
+    """Whether count ``found`` is lower than count ``held``, both counts of tokens (whole
+    numbers from 0); any other value is taken, for :func:`usage_of` to refuse.
+
+    A negative count or a fraction was lower than the count held, so it was left out
+    unread, where the same count in an answer sent whole is refused as no count.
+    """
+    return type(found) is int and type(held) is int and 0 <= found < held
 
 
 _READ: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")

@@ -36,16 +36,19 @@ from types import MappingProxyType
 from typing import Final, Protocol
 
 from veridic._extras import require
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.providers._base import (
     Adapter,
     Completion,
     attr,
+    found_in,
     items,
+    listed,
     reasoning_item,
     refuse_error,
+    refuse_lost_calls,
     refuse_no_answer,
     server_said,
     text_of,
@@ -210,9 +213,16 @@ class OpenAIChat(Adapter):
             raise _void_choice(f"{len(choices)} choices", where)
         choice = choices[0]
         message = attr(choice, "message")
+        if message is None:
+            raise VeridicError(
+                f"{where}: the chat completion's choice holds no message, so it is no "
+                "answer; nothing of it was run: check what sits between you and the API"
+            )
         text = _chat_text(message, where)
-        calls = tuple(_chat_call(call, where) for call in items(message, "tool_calls"))
-        return Completion(
+        calls = tuple(
+            _chat_call(call, where) for call in listed(message, "tool_calls", where=where)
+        )
+        completion = Completion(
             text=text,
             tool_calls=calls,
             stop_reason=text_of(choice, "finish_reason", where=where, default=""),
@@ -227,10 +237,16 @@ class OpenAIChat(Adapter):
                 total="total_tokens",
             ),
         )
+        refuse_lost_calls(completion, _CALLED, where)
+        return completion
 
     def assembler(self) -> _ChatAssembler:
         return _ChatAssembler(self)
 
+
+_CALLED: Final = frozenset({"tool_calls", "function_call"})
+"""The finish reasons of a chat answer that stopped to call tools (``function_call``: the
+legacy shape, whose call :func:`_chat_text` refuses)."""
 
 _OPENROUTER: Final = "openrouter.ai"
 
@@ -334,7 +350,7 @@ def _refuse_citations(holder: object, where: str) -> None:
     Raises:
         VeridicError: naming the kinds of the annotations.
     """
-    found = items(holder, "annotations")
+    found = found_in(holder, "annotations")
     if not found:
         return
     kinds = sorted({clip(str(attr(note, "type"))) for note in found})
@@ -363,7 +379,7 @@ def _refuse_searched(completion: object, where: str) -> None:
         VeridicError: naming the key.
     """
     for key in _SEARCHED:
-        if items(completion, key):
+        if found_in(completion, key):
             raise VeridicError(
                 f"{where}: the answer lists {key} of a search the server ran: the model read "
                 "text outside the prompt, in no data block and under no hash of the "
@@ -377,8 +393,9 @@ def _chat_call(call: object, where: str) -> ToolCall:
     kind = attr(call, "type")
     if kind not in (None, "function"):
         raise VeridicError(
-            f"{where}: the model made a {kind!r} tool call, but the gateway sends only "
-            "function tools from the view: do not add custom tools through options"
+            f"{where}: the model made a tool call of type {quoted(kind)}, but the gateway "
+            "sends only function tools from the view; nothing of it was run: do not add "
+            "custom tools through options"
         )
     return ToolCall(
         text_of(call, "id", where=where),
@@ -401,6 +418,17 @@ def _paired(text: str) -> str:
         return text
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "surrogatepass")
 
+
+_UNFITTING: Final = (
+    AssertionError,
+    AttributeError,
+    IndexError,
+    KeyError,
+    RuntimeError,
+    TypeError,
+    ValueError,
+)
+"""What the SDK's merge of chat chunks raises on chunks that do not fit together."""
 
 _MODEL_ENDED: Final = frozenset({"stop", "tool_calls"})
 """The finish reasons of a chat answer the model ended itself: a choice that finishes with
@@ -458,6 +486,8 @@ class _ChatAssembler:
         """(choice, call index) of the calls an earlier piece began"""
         self._argued: set[tuple[object, object]] = set()
         """(choice, call index) of the calls whose argument text began"""
+        self._types: dict[tuple[object, object], object] = {}
+        """(choice, call index) -> the type its first piece gave"""
 
     def feed(self, event: object) -> str:
         _refuse_searched(event, repr(self._adapter))
@@ -465,8 +495,9 @@ class _ChatAssembler:
             event = self._unrepeated(event)
         try:
             self._state.handle_chunk(event)
-        # RuntimeError: the SDK's merge of a call piece that has no index.
-        except (IndexError, KeyError, RuntimeError, TypeError, ValueError) as error:
+        # RuntimeError: the SDK's merge of a call piece that has no index; AttributeError: a
+        # choice whose delta is null; AssertionError: the SDK's own asserts on what it merged.
+        except _UNFITTING as error:
             raise self._void(f"its chunks do not fit together ({type(error).__name__})") from error
         self._fed = True
         choices = attr(event, "choices")
@@ -510,6 +541,7 @@ class _ChatAssembler:
                     f"tool call {clip(str(key[1]))} of choice {clip(str(key[0]))}",
                     repr(self._adapter),
                 )
+                self._check_type(key, attr(call, "type"))
                 given = attr(call, "id")
                 if isinstance(given, str) and given:
                     first = self._ids.setdefault(key, given)
@@ -530,6 +562,25 @@ class _ChatAssembler:
                         f"{clip(str(reason))})"
                     )
         return called
+
+    def _check_type(self, key: tuple[object, object], kind: object) -> None:
+        """Refuse a piece that gives a call another ``type`` than an earlier piece gave it.
+
+        The SDK keeps the last ``type`` it is given: a ``custom`` call (free-form input, a
+        tool the view never sends) whose later piece said ``function`` ran as a function
+        call, which :func:`_chat_call` refuses only for the type it reads.
+
+        Raises:
+            VeridicError: naming the call and both types.
+        """
+        if kind is None or kind == "":  # a later piece that gives no type
+            return
+        first = self._types.setdefault(key, kind)
+        if first != kind:
+            raise self._void(
+                f"tool call {clip(str(key[1]))} of choice {clip(str(key[0]))} was of type "
+                f"{clip(str(first))}, and a later piece gives it type {clip(str(kind))}"
+            )
 
     def _unrepeated(self, event: object) -> object:
         """``event`` without the id and name a call's later piece repeats (a copy, when one
@@ -712,6 +763,8 @@ class OpenAIResponses(Adapter):
                 "check what sits between you and the API"
             )
         refuse_no_answer(response, "output", where)
+        if status != "incomplete":
+            _refuse_unfinished_items(response, where)
         reason = attr(response, "incomplete_details", "reason")
         stop = f"{status}:{reason}" if status == "incomplete" and reason else status
         text: list[str] = []
@@ -722,7 +775,9 @@ class OpenAIResponses(Adapter):
             if kind == "reasoning":
                 reasoning.append(reasoning_item("openai", item, where))
             elif kind == "message":
-                text.extend(_part_text(part, where) for part in items(item, "content"))
+                text.extend(
+                    _part_text(part, where) for part in listed(item, "content", where=where)
+                )
             elif kind == "function_call":
                 calls.append(
                     ToolCall(
@@ -753,6 +808,35 @@ class OpenAIResponses(Adapter):
     def assembler(self) -> _ResponsesAssembler:
         return _ResponsesAssembler(self)
 
+
+def _refuse_unfinished_items(response: object, where: str) -> None:
+    """Refuse a response that says it is whole and holds an item that is not.
+
+    The Responses API marks each output item's ``status`` too: a ``function_call`` item
+    ``incomplete`` or ``in_progress`` was cut off while the model wrote it (its
+    arguments may be cut short, and still be JSON), and a message item so marked holds
+    part of the text. In a response of status ``completed`` (or of none, from a
+    compatible server) such an item ran as a call the model finished writing. A
+    response that is ``incomplete`` says so itself, and its calls do not run
+    (:func:`veridic.run.reply._check_whole`).
+
+    Raises:
+        VeridicError: naming the item, its type and its status.
+    """
+    for index, item in enumerate(items(response, "output")):
+        status = attr(item, "status")
+        if status not in _UNFINISHED:
+            continue
+        raise VeridicError(
+            f"{where}: the response says it is whole, but its output item {index} (a "
+            f"{clip(str(attr(item, 'type')))} item) has status {clip(str(status))}: it was "
+            "cut off while the model wrote it, so nothing of it was run: send the request "
+            "again, and check what sits between you and the API"
+        )
+
+
+_UNFINISHED: Final = frozenset({"incomplete", "in_progress"})
+"""The statuses of an output item the model did not finish writing."""
 
 _FINISHED: Final = frozenset({"completed", "incomplete", ""})
 """Statuses of a response that holds its answer ("" for a compatible server that sends none;
@@ -933,14 +1017,47 @@ class _ResponsesAssembler:
                 f"{self._adapter!r}: the stream ended before the response was complete (no "
                 "response.completed event); the answer is incomplete: send the request again"
             )
+        self._check_ending()
         for item in items(self._final, "output"):
             _refuse_streamed_object(attr(item, "arguments"), "a function call", repr(self._adapter))
         completion = self._adapter.parse(self._final)
+        if self._ended == "response.incomplete" and not completion.stop_reason:
+            # A response of no status (a compatible server's): the event says what it does not.
+            completion = replace(completion, stop_reason="incomplete")
         self._check_text()
         self._check_calls()
         if self._reasoning:
             completion = replace(completion, reasoning=self._merged_reasoning())
         return completion
+
+    def _check_ending(self) -> None:
+        """Refuse a stream whose last event and the response it carries tell two endings.
+
+        The event says how the answer ended; the adapter reads the response it carries.
+        A ``response.failed`` or ``response.incomplete`` event whose response said
+        ``completed`` (or said nothing, as a compatible server may) was read as a whole
+        answer, and its calls ran, which the provider had said failed or were cut off.
+        A ``response.completed`` whose response says it failed or was cut off is read as
+        the response says: :meth:`OpenAIResponses.parse` refuses the one, and the calls
+        of the other do not run. A ``response.incomplete`` whose response gives no status
+        (a compatible server's) is read as incomplete (:meth:`finish`).
+
+        Raises:
+            VeridicError: the stream ended with ``response.failed``, or with
+                ``response.incomplete`` and a response of another status.
+        """
+        status = attr(self._final, "status")
+        if self._ended == "response.failed":
+            message = attr(self._final, "error", "message")
+            raise VeridicError(
+                f"{self._adapter!r}: the stream ended with response.failed "
+                f"({server_said(message, 'no reason given')}); nothing of it was recorded or "
+                "run: fix the request or send it again"
+            )
+        if self._ended == "response.incomplete" and status not in _INCOMPLETE:
+            raise self._void(
+                f"it ended with response.incomplete, whose response has status {clip(str(status))}"
+            )
 
     def _merged_reasoning(self) -> tuple[ReasoningItem, ...]:
         """The final response's reasoning items, each replaced by the stream's finished copy
@@ -990,6 +1107,9 @@ class _ResponsesAssembler:
                     f"the final response holds {clip(str(final.get(item_id)))}"
                 )
 
+
+_INCOMPLETE: Final = frozenset({"incomplete", "", None})
+"""The statuses of the response a ``response.incomplete`` event may carry: its own, or none."""
 
 _SHOWN_DELTAS: Final = frozenset({"response.output_text.delta", "response.refusal.delta"})
 """The events whose deltas the user is shown: the text parts and the refusals the reply holds."""
