@@ -18,6 +18,7 @@ from veridic.checks._cli_config import _Config
 from veridic.checks._cli_report import _Item, _Report, _UsageError
 from veridic.checks._cli_target import _booting, _display, _load_target
 from veridic.checks._cli_write import _write_output
+from veridic.checks._regular import read_regular
 from veridic.checks.lint import LintFinding, check, lint
 from veridic.checks.manifest import (
     ManifestFormatError,
@@ -146,7 +147,8 @@ def _module_files() -> frozenset[str]:
 
 def _read_manifest(path: Path, target: str) -> str:
     """The committed manifest's text; a file that is missing, a folder, unreadable or not
-    UTF-8 is a usage error saying how to write it (not decoding it was a traceback)."""
+    UTF-8 is a usage error saying how to write it (not decoding it was a traceback), and
+    so is a FIFO or a link to a device (``/dev/zero`` was read until the memory ran out)."""
     shown = visible(str(path), None)
     regenerate = f"veridic manifest {target} -o {shown}"
     if path.is_dir():
@@ -155,7 +157,7 @@ def _read_manifest(path: Path, target: str) -> str:
             f"(write one with veridic manifest {target} -o {shown}/agent-manifest.json)"
         )
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular(path).decode("utf-8")
     except OSError as error:
         raise _UsageError(
             f"cannot read the manifest {shown}: {error.strerror or error}: write it first "

@@ -119,6 +119,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from veridic.checks import _mypy_settings
+from veridic.checks._regular import read_regular
 from veridic.errors import VeridicError
 
 __all__ = ["Hatch", "HatchKind", "find_hatches", "scan_mypy_config", "scan_source"]
@@ -236,10 +237,12 @@ def scan_source(
     """
     try:
         tree = ast.parse(source, filename=filename)
+        scanner = _Scanner(filename, _aliases(tree), trust_policies, inside_veridic)
+        scanner.scan(tree)
     except SyntaxError as error:
         return (_unparsable(filename, error.lineno or 1, error),)
-    scanner = _Scanner(filename, _aliases(tree), trust_policies, inside_veridic)
-    scanner.scan(tree)
+    except RecursionError as error:
+        return (_too_deep(filename, error),)
     return (
         *scanner.found,
         *_type_ignores(source, filename),
@@ -999,7 +1002,13 @@ def _config_hatches(path: Path, sections: tuple[_mypy_settings.Section, ...]) ->
 
 def _config_unparsable(path: Path, error: _mypy_settings.ConfigError) -> Hatch:
     said = " ".join(str(error).split())
-    if error.crashes:
+    if error.not_regular:
+        why = (
+            f"mypy would read this configuration ({said}): its reading never ends (a "
+            "device) or never starts (a FIFO), so mypy checks nothing, veridic's checks "
+            "included: make it a regular file holding mypy's configuration"
+        )
+    elif error.crashes:
         why = (
             f"mypy's configuration parser crashes on this file ({said}), so mypy stops "
             "before checking anything, veridic's checks included: fix the value it fails on "
@@ -1026,6 +1035,25 @@ def _unparsable(filename: str, line: int, error: Exception) -> Hatch:
         True,
         "this file could not be read as Python, so its escape hatches cannot be listed: "
         "fix the file or leave it out of the paths given to veridic hatches",
+    )
+
+
+def _too_deep(filename: str, error: RecursionError) -> Hatch:
+    """A file whose expressions nest deeper than Python's parser (or the scan) goes.
+
+    ``ast.parse`` gives up on ``"a" + "a" + ...`` of some thousands of terms with a
+    ``RecursionError``, no ``SyntaxError``: it ended the scan with a traceback, whose
+    exit code 1 reads as "findings" to a CI step that tells 1 from 2.
+    """
+    return Hatch(
+        filename,
+        1,
+        "unparsable",
+        _short(f"{type(error).__name__}: {error}"),
+        True,
+        "this file's expressions are nested too deeply for Python's parser (Python cannot "
+        "compile it either), so its escape hatches cannot be listed: split the expression, "
+        "or leave the file out of the paths given to veridic hatches",
     )
 
 
@@ -1221,11 +1249,13 @@ def _read(path: Path) -> str:
     Raises what Python's import would refuse the file for: ``SyntaxError`` for
     an unknown encoding, ``LookupError`` for a codec that is not a text
     encoding (``# coding: rot13``), ``UnicodeDecodeError`` for bytes it
-    cannot decode.
+    cannot decode; and ``NotRegularFileError`` (an ``OSError``) for a name
+    ending in ``.py`` that is a FIFO or a link to a device, which Python could
+    not import either and whose text may never end.
     """
-    with path.open("rb") as handle:
-        encoding, _ = tokenize.detect_encoding(handle.readline)
-    return path.read_text(encoding=encoding)
+    data = read_regular(path)
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return io.TextIOWrapper(io.BytesIO(data), encoding=encoding).read()
 
 
 def _display(path: Path) -> str:
