@@ -34,7 +34,13 @@ which mypy follows and a scan of one file at a time cannot. A name bound to
 ``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
 ``Trusted: TypeAlias = TrustedInstruction``, ``c = typing.cast``) is followed
 as an import alias is: mypy follows it, so ``Policy("x")`` is a trust policy
-and ``cast(Trusted, text)`` a cast to a brand.
+and ``cast(Trusted, text)`` a cast to a brand. So is a relative import, and a
+name reached with a spelling fixed in the source (``getattr(veridic,
+"TrustPolicy")``, ``vars(veridic)["TrustPolicy"]``,
+``__import__("veridic").TrustPolicy``; see :func:`_qualified`). ``TrustPolicy``
+handed on as a value, and ``getattr(veridic, name)`` of a name the source does
+not fix, are ``trust-policy`` findings: the policies made through them have no
+name the scan can read.
 
 A policy name is "fixed in the module" as the ``veridic.mypy`` plugin reads it:
 a literal, ``+`` or ``x if c else y`` of literals, a str constant bound once at
@@ -297,11 +303,13 @@ class _Scanner:
         self._brand_values(tree)
 
     def _brand_values(self, tree: ast.Module) -> None:
-        """Each brand handed on as a value: ``map(TrustedInstruction, texts)``.
+        """Each brand, or ``TrustPolicy``, handed on as a value: ``map(TrustedInstruction,
+        texts)``, ``partial(TrustPolicy, name)``, ``(P := TrustPolicy)``.
 
         mypy types the items as ``TrustedInstruction``, so every call made through
         the value forges the brand; the plugin refuses it (``veridic-forge``), and
         the scan lists it for a project that ignores that error or runs no plugin.
+        A policy made through the value is one whose name the scan never sees.
         A brand named as a type (an annotation,
         ``list[TrustedInstruction]``, a ``TypeVar`` bound, the target of a cast) or
         renamed (``Trusted = TrustedInstruction``, followed as an alias) is not one.
@@ -312,14 +320,19 @@ class _Scanner:
         spelt = _bound_to_text(tree)
         reported: set[int] = set()
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Name | ast.Attribute) or not isinstance(node.ctx, ast.Load):
+            if isinstance(node, ast.Call):
+                if _reached_by_name(node, self.aliases, self.constants.get) is None:
+                    continue  # getattr(veridic, "TrustPolicy") is a value; other calls are not
+            elif not isinstance(node, ast.Name | ast.Attribute | ast.Subscript) or not isinstance(
+                node.ctx, ast.Load
+            ):
                 continue
             if isinstance(parents.get(id(node)), ast.Attribute):
                 continue  # TrustedInstruction.__name__, or the module of veridic.TrustedInstruction
             if isinstance(node, ast.Name) and node.id in spelt:
                 continue  # TRUSTED = "veridic.TrustedInstruction": a string, never called
             qualified = self._resolve(node)
-            if qualified is None or not _is_brand(qualified):
+            if qualified is None or not (_is_brand(qualified) or _is_policy(qualified)):
                 continue
             outer = _type_expression(node, parents)
             holder = parents.get(id(outer))
@@ -327,9 +340,25 @@ class _Scanner:
                 continue
             if self._passes_on(outer, holder, parents):
                 reported.add(id(holder))
-                self._brand_value(
-                    holder if isinstance(holder, ast.expr) else outer, _last(qualified)
-                )
+                shown = holder if isinstance(holder, ast.expr) else outer
+                if _is_policy(qualified):
+                    self._policy_value(shown)
+                else:
+                    self._brand_value(shown, _last(qualified))
+
+    def _policy_value(self, node: ast.expr) -> None:
+        if self.inside_veridic:
+            self._add(node, "trust-policy", False, _INSIDE)
+            return
+        self._add(
+            node,
+            "trust-policy",
+            True,
+            "TrustPolicy is passed on as a value, so each policy made through it is created "
+            "where its name is not written (a partial, a default, a loop or a walrus "
+            "variable): the scan cannot list that door nor check it against [tool.veridic] "
+            'trust-policies: call TrustPolicy("name") itself where each policy is made',
+        )
 
     def _passes_on(self, value: ast.expr, holder: ast.AST, parents: dict[int, ast.AST]) -> bool:
         """Whether ``holder`` hands ``value`` (a brand, or a type built of one) on to be called."""
@@ -370,7 +399,17 @@ class _Scanner:
 
     def _call(self, call: ast.Call) -> None:
         qualified = self._resolve(call.func)
-        if qualified is not None and _is_cast(qualified) and call.args:
+        if self._computed_veridic_name(call):
+            self._add(
+                call,
+                "trust-policy",
+                not self.inside_veridic,
+                f"reaches a name of veridic by a computed name ({_short(ast.unparse(call))}), "
+                "which may be TrustPolicy or a brand, so the scan cannot say which door this "
+                "is nor check it against [tool.veridic] trust-policies: import the name "
+                '(from veridic import TrustPolicy) and call it, TrustPolicy("name")',
+            )
+        elif qualified is not None and _is_cast(qualified) and call.args:
             if _mentions_brand(call.args[0], self._resolve):
                 self._cast(call)
         elif qualified is not None and _is_brand(qualified):
@@ -553,12 +592,18 @@ class _Scanner:
         return found
 
     def _resolve(self, node: ast.expr) -> str | None:
-        if isinstance(node, ast.Name):
-            return self.aliases.get(node.id, node.id)
-        if isinstance(node, ast.Attribute):
-            base = self._resolve(node.value)
-            return None if base is None else f"{base}.{node.attr}"
-        return None
+        if isinstance(node, ast.Constant):
+            return None  # a string is a type only where a type goes: _mentions_brand reads it
+        return _qualified(node, self.aliases, self.constants.get)
+
+    def _computed_veridic_name(self, call: ast.Call) -> bool:
+        """``getattr(veridic, name)`` (or of a module of veridic) with a name the source
+        does not fix: any of veridic's names, TrustPolicy among them."""
+        if not _builtin(call.func, self.aliases, "getattr") or len(call.args) < 2:
+            return False
+        module = self._resolve(call.args[0])
+        fixed = _string_values(call.args[1], self.constants.get)
+        return fixed is None and module is not None and module.split(".")[0] == "veridic"
 
     def _is_policy_name(self, node: ast.Name) -> bool:
         qualified = self.aliases.get(node.id, node.id)
@@ -665,9 +710,12 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
             for alias in node.names:
                 if alias.asname is not None:
                     aliases[alias.asname] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+        elif isinstance(node, ast.ImportFrom):
+            # A relative import is followed by mypy as any other: from .types import
+            # TrustPolicy as P makes P("evil") a trust policy.
+            module = "." * node.level + (node.module or "")
             for alias in node.names:
-                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                aliases[alias.asname or alias.name] = f"{module}.{alias.name}".lstrip(".")
     _renamed_hatches(tree, aliases)
     return aliases
 
@@ -680,11 +728,12 @@ def _renamed_hatches(tree: ast.Module, aliases: dict[str, str]) -> None:
         for target, value in _bound_names(node)
         if isinstance(target, ast.Name)
     ]
+    constants = _module_constants(tree)
     changed = True
     while changed:  # a chain resolves one link a pass; each pass adds a name or stops
         changed = False
         for name, value in renames:
-            qualified = _qualified(value, aliases)
+            qualified = _qualified(value, aliases, constants.get)
             if name not in aliases and qualified is not None and _is_hatch_name(qualified):
                 aliases[name] = qualified
                 changed = True
@@ -703,8 +752,22 @@ def _bound_names(node: ast.AST) -> Iterator[tuple[ast.expr, ast.expr]]:
             yield name, value
 
 
-def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
-    """The dotted name ``node`` refers to (a name, an attribute, or a string holding one)."""
+def _qualified(
+    node: ast.expr,
+    aliases: dict[str, str],
+    lookup: Callable[[str], frozenset[str] | None] = lambda _: None,
+) -> str | None:
+    """The dotted name ``node`` refers to (a name, an attribute, or a string holding one).
+
+    Also what a name fixed in the source reaches another way, as mypy follows it (or
+    types it ``Any``) and the run time calls it: ``getattr(veridic, "TrustPolicy")``,
+    ``vars(veridic)["TrustPolicy"]``, ``veridic.__dict__["TrustPolicy"]``, and an
+    attribute of what the scan cannot name (``__import__("veridic").TrustPolicy``,
+    ``importlib.import_module("veridic").TrustPolicy``), which the name decides, as
+    it does for an import. An attribute spelt as a name bound to a hatch in the module
+    (``class K: P = TrustPolicy``, then ``K.P("x")``) is that hatch. ``lookup`` gives
+    the strings a name of the module is fixed to (``getattr(veridic, NAME)``).
+    """
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         parsed = _string_annotation(node.value)
         if parsed is None:
@@ -713,9 +776,57 @@ def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
     if isinstance(node, ast.Name):
         return aliases.get(node.id, node.id)
     if isinstance(node, ast.Attribute):
-        base = _qualified(node.value, aliases)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
+        base = _qualified(node.value, aliases, lookup)
+        qualified = node.attr if base is None else f"{base}.{node.attr}"
+        renamed = aliases.get(node.attr)
+        if renamed is not None and _is_hatch_name(renamed) and not _is_hatch_name(qualified):
+            return renamed
+        return qualified
+    reached = _reached_by_name(node, aliases, lookup)
+    if reached is None:
+        return None
+    holder, name = reached
+    base = _qualified(holder, aliases, lookup) if not isinstance(holder, ast.Constant) else None
+    return name if base is None else f"{base}.{name}"
+
+
+def _reached_by_name(
+    node: ast.expr, aliases: dict[str, str], lookup: Callable[[str], frozenset[str] | None]
+) -> tuple[ast.expr, str] | None:
+    """``(holder, name)`` of ``getattr(holder, name)``, ``vars(holder)[name]`` or
+    ``holder.__dict__[name]`` whose name is fixed in the source (a hatch's name first, of
+    several a condition picks from), else ``None``."""
+    if isinstance(node, ast.Call) and _builtin(node.func, aliases, "getattr"):
+        if len(node.args) < 2:
+            return None
+        holder, key = node.args[0], node.args[1]
+    elif isinstance(node, ast.Subscript):
+        outer = node.value
+        if isinstance(outer, ast.Call) and _builtin(outer.func, aliases, "vars") and outer.args:
+            holder = outer.args[0]
+        elif isinstance(outer, ast.Attribute) and outer.attr == "__dict__":
+            holder = outer.value
+        else:
+            return None
+        key = node.slice
+    else:
+        return None
+    names = _string_values(key, lookup)
+    if not names:
+        return None
+    return holder, min(names, key=lambda name: (not _is_hatch_name(name), name))
+
+
+def _builtin(node: ast.expr, aliases: dict[str, str], name: str) -> bool:
+    """Whether ``node`` names the built-in ``name`` (``getattr``, ``builtins.getattr``)."""
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, node.id) in (name, f"builtins.{name}")
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == name
+        and isinstance(node.value, ast.Name)
+        and aliases.get(node.value.id, node.value.id) == "builtins"
+    )
 
 
 def _string_annotation(text: str) -> ast.expr | None:
@@ -748,6 +859,11 @@ def _mentions_brand(node: ast.expr, resolve: Callable[[ast.expr], str | None]) -
             if qualified is not None and _is_brand(qualified):
                 return True
     return False
+
+
+def _is_policy(qualified: str) -> bool:
+    """``TrustPolicy`` by its name, wherever it was imported from (see :func:`_is_brand`)."""
+    return _last(qualified) == "TrustPolicy"
 
 
 def _is_cast(qualified: str) -> bool:

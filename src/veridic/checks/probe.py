@@ -56,8 +56,8 @@ from typing import Final
 
 from veridic._sample import clip
 from veridic._words import a_type
-from veridic.checks.choosers import Choice, ToolChooser
 from veridic.checks._regular import read_regular
+from veridic.checks.choosers import Choice, ToolChooser
 from veridic.checks.lint import LintFinding, Severity, tool_location
 from veridic.errors import VeridicError
 from veridic.text.compose import Composer
