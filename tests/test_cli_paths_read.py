@@ -229,3 +229,39 @@ def test_source_nested_deeper_than_the_parser_goes_is_a_finding_not_a_traceback(
     [finding] = json.loads(capsys.readouterr().out)["findings"]
     assert (finding["kind"], finding["file"]) == ("unparsable", "app.py")
     assert "nested too deeply" in str(finding["message"])
+
+
+# --- stubs: mypy reads a .pyi, and then not the .py beside it -------------------------------
+
+
+def test_a_stub_in_a_directory_walked_is_scanned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mypy reads ``.pyi`` files as it reads ``.py`` ones; the walk took only ``.py``, so a
+    stub given by name was scanned and the same stub inside a folder was not."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "legacy.pyi").write_text("def load() -> str: ...  # type: ignore\n")
+    assert [(h.file, h.kind) for h in find_hatches(["app"])] == [("app/legacy.pyi", "type-ignore")]
+
+
+def test_a_module_shadowed_by_a_stub_beside_it_is_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``mypy app`` with ``prompts.pyi`` beside ``prompts.py`` reads the stub and checks
+    none of ``prompts.py`` ("Success"), veridic's checks included: one added file turned
+    every static check of the module off, and ``veridic hatches`` listed nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "prompts.py").write_text(
+        "from veridic import Composer\ndef build(text: str) -> object:\n"
+        "    return Composer().system(text)\n"
+    )
+    (tmp_path / "app" / "prompts.pyi").write_text("def build(text: str) -> object: ...\n")
+    assert main(["hatches", "app", "--format", "json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)["listed"]
+    assert (listed["kind"], listed["file"], listed["line"]) == ("stub-shadows", "app/prompts.py", 1)
+    assert "app/prompts.pyi" in str(listed["message"])  # where
+    assert "checks none of" in str(listed["message"])  # what it means

@@ -26,6 +26,9 @@ kind                 what                                        finding?
 ``type-ignore``      ``# type: ignore[veridic-...]``, or a bare  no (listed)
                      ``# type: ignore`` (it silences them too)
 ``unparsable``       a file that is not valid Python             yes
+``stub-shadows``     a ``.py`` module with a ``.pyi`` stub       no (listed)
+                     beside it: mypy reads the stub and checks
+                     none of the module
 ===================  ==========================================  ===============
 
 A hatch is known by its name wherever it was imported from: a module of the
@@ -143,6 +146,7 @@ HatchKind = Literal[
     "config-ignore-errors",
     "plugin-missing",
     "config-unparsable",
+    "stub-shadows",
 ]
 
 _BRANDS: Final = frozenset({"TrustedInstruction", "UntrustedText"})
@@ -184,7 +188,7 @@ def find_hatches(
     *,
     trust_policies: frozenset[str] | None = None,
 ) -> tuple[Hatch, ...]:
-    """Scan every ``.py`` file under ``paths`` (files or directories).
+    """Scan every ``.py`` and ``.pyi`` file under ``paths`` (files or directories).
 
     ``trust_policies`` is the configured list of policy names (``None``: any
     name is allowed, but a computed name is still a finding). Directories are
@@ -212,6 +216,7 @@ def find_hatches(
         )
     )
     for path in _python_files(paths):
+        found.extend(_shadowed(path))
         try:
             source = _read(path)
         except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as error:
@@ -1154,6 +1159,30 @@ def _unparsable(filename: str, line: int, error: Exception) -> Hatch:
     )
 
 
+def _shadowed(path: Path) -> Iterator[Hatch]:
+    """A ``.py`` module with a ``.pyi`` stub beside it, which mypy reads instead.
+
+    ``mypy app`` then checks none of the module's code, veridic's checks included
+    ("Success"), unless the ``.py`` file is named on mypy's command line: one file added
+    beside a module turns off every static check of it, as ``# mypy: ignore-errors``
+    does. Listed, like that comment: a stub may be kept on purpose, after review.
+    """
+    stub = path.with_suffix(".pyi")
+    if path.suffix != ".py" or not stub.is_file():
+        return
+    yield Hatch(
+        _display(path),
+        1,
+        "stub-shadows",
+        _short(f"{path.name} shadowed by {stub.name}"),
+        False,
+        f"mypy reads the stub {_display(stub)} instead of this module, and checks none of "
+        "this module's code, veridic's checks included (unless this file is named on "
+        "mypy's command line): delete the stub, or keep it after review and check the "
+        "module by name",
+    )
+
+
 def _too_deep(filename: str, error: RecursionError) -> Hatch:
     """A file whose expressions nest deeper than Python's parser (or the scan) goes.
 
@@ -1198,7 +1227,7 @@ def _python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
             found = list(_walk(path))
             if not found and not _holds_config(path):
                 raise VeridicError(
-                    f"veridic hatches: {os.fspath(given)!r} holds no Python file (.py) and "
+                    f"veridic hatches: {os.fspath(given)!r} holds no Python file (.py, .pyi) and "
                     f"no mypy configuration (looked from {Path.cwd()}; hidden folders, and "
                     "build, dist and the like outside a package, are skipped), so nothing of "
                     "it could be checked: pass the directories that hold the application's code"
@@ -1322,7 +1351,8 @@ def _holds_config(directory: Path) -> bool:
 
 
 def _walk(directory: Path) -> Iterator[Path]:
-    """The ``.py`` files under ``directory``, entering folders that are symbolic links.
+    """The ``.py`` and ``.pyi`` files under ``directory``, entering folders that are
+    symbolic links.
 
     Python imports through a linked folder (``app/util`` -> ``../.tools/util``),
     and so does mypy, so its code is the application's wherever the link points:
@@ -1338,8 +1368,12 @@ def _walk(directory: Path) -> Iterator[Path]:
         entered.add(real)
         dirs[:] = sorted(d for d in dirs if not _skipped(Path(root, d)))
         for name in sorted(files):
-            if name.endswith(".py"):
+            if name.endswith(_WALKED_SUFFIXES):
                 yield Path(root, name)
+
+
+_WALKED_SUFFIXES: Final = (".py", ".pyi")
+"""What mypy reads in a folder: modules and stubs (a stub instead of its module)."""
 
 
 def _skipped(directory: Path) -> bool:
