@@ -215,6 +215,7 @@ def test_a_committed_manifest_linked_to_a_device_is_a_usage_error_not_a_crash(
     assert done.returncode == EXIT_USAGE
     assert "not a regular file" in done.stderr
     assert "veridic manifest app:registry -o agent-manifest.json" in done.stderr
+    assert "-o /dev/zero" not in done.stderr  # no advice to write it over the device
 
 
 def test_source_nested_deeper_than_the_parser_goes_is_a_finding_not_a_traceback(
