@@ -292,6 +292,23 @@ def test_getattr_of_other_names_and_policy_type_uses_are_not_listed() -> None:
     assert scan_source(textwrap.dedent(source), "app.py") == ()
 
 
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "# type: ignore [veridic-forge]",
+        "# type: ignore\t[ veridic-forge ]",
+        "#type:ignore [veridic-forge]",
+    ],
+)
+def test_type_ignore_with_space_before_its_codes_is_read_as_mypy_reads_it(comment: str) -> None:
+    """mypy allows spaces between ``ignore`` and ``[codes]`` and silences only those codes;
+    the scan listed the comment as a bare ignore that silences every check, and said to
+    name the code that was named."""
+    [hatch] = scan_source(f"x = 1  {comment}\n", "app.py")
+    assert (hatch.kind, hatch.codes) == ("type-ignore", ("veridic-forge",))
+    assert "silences the veridic check veridic-forge" in hatch.why
+
+
 def test_type_ignore_on_a_veridic_code_is_listed(tmp_path: Path) -> None:
     source = "x = 1  # type: ignore[veridic-forge, misc]\ny = 2  # type: ignore[misc]\n"
     code, report = hatches_json(project(tmp_path, source), "app.py")

@@ -151,8 +151,9 @@ HatchKind = Literal[
 
 _BRANDS: Final = frozenset({"TrustedInstruction", "UntrustedText"})
 _SKIPPED_DIRS: Final = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
-_IGNORE: Final = re.compile(r"type:\s*ignore\[([^\]]*)\]")
-_BARE_IGNORE: Final = re.compile(r"type:\s*ignore(?![\[\w-])")
+_IGNORE: Final = re.compile(r"type:\s*ignore\s*\[([^\]]*)\]")
+"""An ignore naming its codes; mypy allows spaces before the ``[`` (``ignore [code]``)."""
+_BARE_IGNORE: Final = re.compile(r"type:\s*ignore(?![\w-])(?!\s*\[)")
 _PACKAGE: Final = Path(__file__).resolve().parent.parent
 """The veridic package (this file is in its ``checks`` subpackage)."""
 _SHORT: Final = 100
