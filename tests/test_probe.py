@@ -244,6 +244,17 @@ def test_a_requests_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path)
         read_requests(tmp_path / "requests.json")
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_cache_entry_that_is_a_fifo_is_a_miss_not_a_hang(tmp_path: Path) -> None:
+    """A cache folder kept in the repository (``--cache DIR``) may hold a FIFO or a link
+    to a device where an answer should be: its read waited for ever."""
+    cache = ChoiceCache(tmp_path)
+    key = "ab" + "0" * 62
+    (tmp_path / "ab").mkdir()
+    os.mkfifo(tmp_path / "ab" / f"{key}.json")
+    assert cache.get(key) is None
+
+
 def test_requests_for_a_tool_the_registry_lacks_name_the_nearest() -> None:
     with pytest.raises(ProbeError, match=r"r\.toml: requests for 'search_hotel'.*'search_hotels'"):
         probe(
