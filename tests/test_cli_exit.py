@@ -240,3 +240,39 @@ def test_module_getattr_that_raises_is_a_usage_error_not_a_traceback(
     assert "Traceback" not in err
     assert f"reading 'registry' of {name} raised RuntimeError: registry not configured" in err
     assert f"at {name}.py:{line_of(source, 'raise RuntimeError')}" in err
+
+
+_EMPTY = """
+from veridic import Registry
+
+registry = Registry("app")  # the tools are registered in app_tools.py, which this does not import
+"""
+
+
+@pytest.mark.parametrize(
+    "args", [("lint",), ("check",), ("manifest", "-o", "agent-manifest.json")], ids=str
+)
+def test_a_registry_that_holds_no_tool_is_a_usage_error_not_a_clean_check(
+    app: Write, capsys: pytest.CaptureFixture[str], args: tuple[str, ...]
+) -> None:
+    """The usual layout registers tools in a module of their own, which the application
+    imports and ``MODULE`` may not: veridic imports only ``MODULE``, saw an empty registry
+    and reported "0 findings, clean (exit 0)" (and wrote, then matched, an empty manifest),
+    having checked nothing. A check that read nothing does not pass."""
+    module = app(_EMPTY)
+    code, out, err = run(capsys, args[0], f"{module}:registry", *args[1:])
+    assert code == 2, out
+    assert f"{module}:registry holds no tool" in err  # what
+    assert "imports only" in err  # why it may be so
+    assert "import the modules that register the tools" in err  # what to do
+    assert not Path("agent-manifest.json").exists()
+
+
+def test_a_registry_whose_tools_come_with_a_component_is_still_checked(
+    app: Write, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Tools a component registers when it boots are no tools before: lint, which boots
+    nothing, still runs (and says nothing of them) rather than refuse the registry."""
+    module = app(_EMPTY + '\nregistry.component("plugins", boot=lambda: None, hint="plugins")\n')
+    code, _, err = run(capsys, "lint", f"{module}:registry")
+    assert code == 0, err

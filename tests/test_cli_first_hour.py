@@ -257,6 +257,16 @@ sys.stdout.buffer.write("caf\\u00e9 ".encode("utf-8")[-2:] + b"##[error]split\\n
 sys.stdout.buffer.flush()
 print("loading", end="")  # an unended line: the next writer starts a line of its own
 registry = Registry("banner")
+
+
+@registry.tool(kind="query")
+def find_user(email: str) -> str:
+    '''Find a user by email address.
+
+    Args:
+        email: The address to look up.
+    '''
+    return email
 """
 
 
@@ -296,6 +306,16 @@ for thread in threads:
 for thread in threads:
     thread.join()
 registry = Registry("threads")
+
+
+@registry.tool(kind="query")
+def find_user(email: str) -> str:
+    '''Find a user by email address.
+
+    Args:
+        email: The address to look up.
+    '''
+    return email
 """
 
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -129,3 +132,137 @@ def test_a_broken_link_among_the_files_is_still_a_finding_not_a_crash(
     assert [(hatch.file, hatch.kind) for hatch in find_hatches(["."])] == [
         ("nowhere.py", "unparsable")
     ]
+
+
+# --- what no file of code is: a FIFO, a device, a link to one --------------------------------
+#
+# Git keeps symbolic links, so a pull request can commit ``app/zero.py -> /dev/zero`` or a
+# ``mypy.ini`` or manifest linked there. Read as text, a device never ends: ``veridic
+# hatches`` and ``manifest --check`` took the runner's memory and died with a MemoryError
+# traceback (a FIFO: waited for ever). Run in a child with a memory cap and a timeout, so
+# the code before the fix fails the test instead of the machine.
+
+
+def _veridic(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    def _capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "veridic", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        preexec_fn=_capped,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs a device that never ends")
+def test_a_python_file_linked_to_a_device_is_a_finding_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "ok.py").write_text("x = 1\n")
+    (tmp_path / "app" / "zero.py").symlink_to("/dev/zero")
+    done = _veridic(tmp_path, "hatches", "app", "--format", "json")
+    assert "Traceback" not in done.stderr
+    assert done.returncode == EXIT_FINDINGS
+    [finding] = json.loads(done.stdout)["findings"]
+    assert (finding["kind"], finding["file"]) == ("unparsable", "app/zero.py")
+    assert "not a regular file" in str(finding["text"])
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_python_name_that_is_a_fifo_is_a_finding_not_a_hang(tmp_path: Path) -> None:
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "ok.py").write_text("x = 1\n")
+    os.mkfifo(tmp_path / "app" / "pipe.py")
+    done = _veridic(tmp_path, "hatches", "app", "--format", "json")
+    assert done.returncode == EXIT_FINDINGS
+    [finding] = json.loads(done.stdout)["findings"]
+    assert (finding["kind"], finding["file"]) == ("unparsable", "app/pipe.py")
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs a device that never ends")
+def test_a_mypy_configuration_linked_to_a_device_is_a_finding_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "app.py").write_text("x = 1\n")
+    (tmp_path / "mypy.ini").symlink_to("/dev/zero")
+    done = _veridic(tmp_path, "hatches", ".", "--format", "json")
+    assert "Traceback" not in done.stderr
+    assert done.returncode == EXIT_FINDINGS
+    [finding] = json.loads(done.stdout)["findings"]
+    assert finding["kind"] == "config-unparsable"
+    assert str(finding["file"]).endswith("mypy.ini")
+    assert "not a regular file" in str(finding["text"])
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs a device that never ends")
+def test_a_committed_manifest_linked_to_a_device_is_a_usage_error_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "app.py").write_text(
+        "from veridic import Registry\nregistry = Registry()\n"
+        "@registry.tool(kind='query')\ndef find_user(email: str) -> str:\n"
+        "    '''Find a user by email address.\n\n    Args:\n"
+        "        email: The address to look up.\n    '''\n    return email\n"
+    )
+    (tmp_path / "agent-manifest.json").symlink_to("/dev/zero")
+    done = _veridic(tmp_path, "manifest", "app:registry", "--check", "agent-manifest.json")
+    assert "Traceback" not in done.stderr
+    assert done.returncode == EXIT_USAGE
+    assert "not a regular file" in done.stderr
+    assert "veridic manifest app:registry -o agent-manifest.json" in done.stderr
+    assert "-o /dev/zero" not in done.stderr  # no advice to write it over the device
+
+
+def test_source_nested_deeper_than_the_parser_goes_is_a_finding_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Python's parser gives up on a deep expression with a RecursionError, which was no
+    SyntaxError the scan caught: a traceback, whose exit code 1 reads as "findings"."""
+    monkeypatch.chdir(tmp_path)
+    deep = "+".join(["'a'"] * 50_000)
+    (tmp_path / "app.py").write_text(f"from veridic import TrustPolicy\nP = TrustPolicy({deep})\n")
+    assert main(["hatches", "app.py", "--format", "json"]) == EXIT_FINDINGS
+    [finding] = json.loads(capsys.readouterr().out)["findings"]
+    assert (finding["kind"], finding["file"]) == ("unparsable", "app.py")
+    assert "nested too deeply" in str(finding["message"])
+
+
+# --- stubs: mypy reads a .pyi, and then not the .py beside it -------------------------------
+
+
+def test_a_stub_in_a_directory_walked_is_scanned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mypy reads ``.pyi`` files as it reads ``.py`` ones; the walk took only ``.py``, so a
+    stub given by name was scanned and the same stub inside a folder was not."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "legacy.pyi").write_text("def load() -> str: ...  # type: ignore\n")
+    assert [(h.file, h.kind) for h in find_hatches(["app"])] == [("app/legacy.pyi", "type-ignore")]
+
+
+def test_a_module_shadowed_by_a_stub_beside_it_is_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``mypy app`` with ``prompts.pyi`` beside ``prompts.py`` reads the stub and checks
+    none of ``prompts.py`` ("Success"), veridic's checks included: one added file turned
+    every static check of the module off, and ``veridic hatches`` listed nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__init__.py").write_text("")
+    (tmp_path / "app" / "prompts.py").write_text(
+        "from veridic import Composer\ndef build(text: str) -> object:\n"
+        "    return Composer().system(text)\n"
+    )
+    (tmp_path / "app" / "prompts.pyi").write_text("def build(text: str) -> object: ...\n")
+    assert main(["hatches", "app", "--format", "json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)["listed"]
+    assert (listed["kind"], listed["file"], listed["line"]) == ("stub-shadows", "app/prompts.py", 1)
+    assert "app/prompts.pyi" in str(listed["message"])  # where
+    assert "checks none of" in str(listed["message"])  # what it means

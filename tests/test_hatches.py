@@ -210,6 +210,105 @@ def test_policy_named_by_an_imported_constant_says_why_it_cannot_be_read(
     assert "write the name here" in message  # what to do
 
 
+_REACHED_OTHERWISE = {
+    "__import__": "__import__('veridic').TrustPolicy('evil').vouch(s, reason='r')\n",
+    "import_module": "import importlib\n"
+    "importlib.import_module('veridic').TrustPolicy('evil').vouch(s, reason='r')\n",
+    "getattr": "import veridic\ngetattr(veridic, 'TrustPolicy')('evil').vouch(s, reason='r')\n",
+    "getattr-joined": "import veridic\ngetattr(veridic, 'Trust' + 'Policy')('evil')\n",
+    "getattr-constant": "import veridic\nNAME = 'TrustPolicy'\ngetattr(veridic, NAME)('evil')\n",
+    "getattr-renamed": "import veridic\nP = getattr(veridic, 'TrustPolicy')\nP('evil')\n",
+    "vars": "import veridic\nvars(veridic)['TrustPolicy']('evil')\n",
+    "__dict__": "import veridic\nveridic.__dict__['TrustPolicy']('evil')\n",
+    "relative-alias": "from .compat import TrustPolicy as P\nP('evil')\n",
+    "class-attribute": "from veridic import TrustPolicy\n"
+    "class K:\n    P = TrustPolicy\nK.P('evil')\n",
+}
+
+
+@pytest.mark.parametrize("source", _REACHED_OTHERWISE.values(), ids=_REACHED_OTHERWISE.keys())
+def test_trust_policy_reached_another_way_is_still_checked(source: str) -> None:
+    """mypy follows each of these to ``TrustPolicy`` (or types it ``Any``), and the run
+    time mints through it; the scan saw no ``TrustPolicy(...)`` call, so the new door was
+    neither listed nor checked against the configured names, and the check passed."""
+    found = scan_source(source, "app/prompts.py", trust_policies=frozenset({"legacy"}))
+    policies = [h for h in found if h.kind == "trust-policy"]
+    assert [(h.line, h.finding, h.policy) for h in policies] == [(source.count("\n"), True, "evil")]
+    assert "'evil' is not in [tool.veridic] trust-policies" in policies[0].why
+
+
+_PASSED_ON = {
+    "walrus": "import veridic\n(P := veridic.TrustPolicy)\nP(name)\n",
+    "loop": "import veridic\nfor P in [veridic.TrustPolicy]:\n    P(name)\n",
+    "default": "from veridic import TrustPolicy\ndef f(P=TrustPolicy):\n    return P(name)\n",
+    "partial": "import functools\nfrom veridic import TrustPolicy\n"
+    "P = functools.partial(TrustPolicy, 'evil')\n",
+    "unpacked": "from veridic import TrustPolicy, instruction\nP, i = TrustPolicy, instruction\n",
+}
+
+
+@pytest.mark.parametrize("source", _PASSED_ON.values(), ids=_PASSED_ON.keys())
+def test_trust_policy_passed_on_as_a_value_is_a_finding(source: str) -> None:
+    """Each policy made through the value is one whose name the scan cannot read."""
+    found = scan_source(source, "app.py", trust_policies=frozenset({"legacy"}))
+    assert [(h.kind, h.finding) for h in found] == [("trust-policy", True)]
+    assert "passed on as a value" in found[0].why
+    assert 'TrustPolicy("' in found[0].why  # what to do
+
+
+def test_veridic_names_reached_by_a_computed_name_are_a_finding() -> None:
+    source = "import os\nimport veridic\ngetattr(veridic, os.environ['DOOR'])('evil')\n"
+    [hatch] = scan_source(source, "app.py")
+    assert (hatch.line, hatch.kind, hatch.finding) == (3, "trust-policy", True)
+    assert "computed name" in hatch.why
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from .types import TrustedInstruction as T\nT(text)\n",
+        "import veridic\ngetattr(veridic, 'TrustedInstruction')(text)\n",
+        "__import__('veridic').UntrustedText(text)\n",
+    ],
+    ids=["relative-alias", "getattr", "__import__"],
+)
+def test_brand_call_reached_another_way_is_a_finding(source: str) -> None:
+    found = scan_source(source, "app.py")
+    assert [(h.kind, h.line, h.finding) for h in found] == [
+        ("brand-call", source.count("\n"), True)
+    ]
+
+
+def test_getattr_of_other_names_and_policy_type_uses_are_not_listed() -> None:
+    source = """\
+        import veridic
+        from veridic import TrustPolicy
+        kind = getattr(veridic, "Risk")
+        policy: TrustPolicy | None = None
+        def f(p: TrustPolicy) -> list[TrustPolicy]:
+            return [p] if isinstance(p, TrustPolicy) else []
+        TrustPolicy.records()
+    """
+    assert scan_source(textwrap.dedent(source), "app.py") == ()
+
+
+@pytest.mark.parametrize(
+    "comment",
+    [
+        "# type: ignore [veridic-forge]",
+        "# type: ignore\t[ veridic-forge ]",
+        "#type:ignore [veridic-forge]",
+    ],
+)
+def test_type_ignore_with_space_before_its_codes_is_read_as_mypy_reads_it(comment: str) -> None:
+    """mypy allows spaces between ``ignore`` and ``[codes]`` and silences only those codes;
+    the scan listed the comment as a bare ignore that silences every check, and said to
+    name the code that was named."""
+    [hatch] = scan_source(f"x = 1  {comment}\n", "app.py")
+    assert (hatch.kind, hatch.codes) == ("type-ignore", ("veridic-forge",))
+    assert "silences the veridic check veridic-forge" in hatch.why
+
+
 def test_type_ignore_on_a_veridic_code_is_listed(tmp_path: Path) -> None:
     source = "x = 1  # type: ignore[veridic-forge, misc]\ny = 2  # type: ignore[misc]\n"
     code, report = hatches_json(project(tmp_path, source), "app.py")

@@ -49,7 +49,7 @@ def edit(path: Path, change: Callable[[Manifest], None]) -> None:
 
 def test_manifest_records_each_tool_component_and_risk_count(tmp_path: Path) -> None:
     data = json.loads(snapshot(tmp_path).read_text())
-    assert data["veridic_manifest"] == 3
+    assert data["veridic_manifest"] == 4
     assert data["risk_counts"] == {"low": 1, "mid": 2, "high": 2}
     assert data["high_risk_tools"] == ["delete_golden", "edit_prompt"]
     assert data["components"] == {
@@ -179,7 +179,7 @@ def test_file_that_is_not_a_manifest_is_a_usage_error(tmp_path: Path) -> None:
     done = run("manifest", "clean_app:registry", "--check", str(path))
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
-    assert "not a veridic manifest of format 3" in done.stderr  # what
+    assert "not a veridic manifest of format 4" in done.stderr  # what
     assert str(path) in done.stderr  # where
     assert "regenerate it with veridic manifest" in done.stderr  # what to do
 
@@ -238,3 +238,60 @@ def test_property_manifest_text_does_not_depend_on_registration_order(order: lis
     text = render_manifest(build_manifest(shuffled))
     assert text == render_manifest(build_manifest(reference))
     assert diff_manifest(text, build_manifest(reference)) == []
+
+
+# --- what of an external tool the prompt prints as instruction ------------------------------
+
+_OUTSIDE = "Search the knowledge base for articles that match the query."
+_SCHEMA: dict[str, object] = {
+    "type": "object",
+    "properties": {"query": {"type": "string", "description": "What to look for."}},
+    "required": ["query"],
+}
+
+
+def _search_registry(pin: str | None) -> Registry:
+    registry = Registry()
+    registry.external(
+        name="search_kb",
+        description=_OUTSIDE,
+        input_schema=_SCHEMA,
+        handler=lambda arguments: "",
+        kind="query",
+        pin=pin,
+    )
+    return registry
+
+
+def test_a_pin_added_to_an_external_tool_is_drift() -> None:
+    """A pin is the review that turns an MCP server's description into instruction text
+    in the capability section. The manifest held the same entry with or without it, so
+    a pull request adding one (or a tool pin that also prints the schema's names) passed
+    ``manifest --check`` with no line of the snapshot changed."""
+    from veridic.tools.pins import description_pin, tool_pin
+
+    unpinned = render_manifest(build_manifest(_search_registry(None)))
+    pinned = build_manifest(_search_registry(description_pin(_OUTSIDE)))
+    [change] = diff_manifest(unpinned, pinned)
+    assert (change.subject, change.field) == ("tool search_kb", "trust")
+    assert (change.before, change.after) == ("unpinned", "pinned description")
+    whole = build_manifest(_search_registry(tool_pin("search_kb", _OUTSIDE, _SCHEMA)))
+    [change] = diff_manifest(render_manifest(pinned), whole)
+    assert (change.field, change.after) == ("trust", "pinned tool")
+
+
+def test_a_tool_written_in_code_is_recorded_as_code() -> None:
+    registry = Registry()
+
+    @registry.tool(kind="query")
+    def find_user(email: str) -> str:
+        """Find a user by email address.
+
+        Args:
+            email: The address to look up.
+        """
+        return email
+
+    tools = build_manifest(registry)["tools"]
+    assert isinstance(tools, dict)
+    assert tools["find_user"]["trust"] == "code"

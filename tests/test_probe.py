@@ -8,6 +8,7 @@ on a fake runtime. ``make eval-probe`` asks the real model.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -232,6 +233,26 @@ def test_a_bad_requests_file_says_what_is_wrong_where_and_what_to_write(
 def test_a_missing_requests_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(ProbeError, match=r"absent\.json: cannot be read"):
         read_requests(tmp_path / "absent.json")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_requests_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A requests file committed as a link to a device, or a FIFO, is no file of requests:
+    its read waited for ever (a FIFO) or took the runner's memory (``/dev/zero``)."""
+    os.mkfifo(tmp_path / "requests.json")
+    with pytest.raises(ProbeError, match=r"requests\.json: cannot be read .*not a regular file"):
+        read_requests(tmp_path / "requests.json")
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_cache_entry_that_is_a_fifo_is_a_miss_not_a_hang(tmp_path: Path) -> None:
+    """A cache folder kept in the repository (``--cache DIR``) may hold a FIFO or a link
+    to a device where an answer should be: its read waited for ever."""
+    cache = ChoiceCache(tmp_path)
+    key = "ab" + "0" * 62
+    (tmp_path / "ab").mkdir()
+    os.mkfifo(tmp_path / "ab" / f"{key}.json")
+    assert cache.get(key) is None
 
 
 def test_requests_for_a_tool_the_registry_lacks_name_the_nearest() -> None:

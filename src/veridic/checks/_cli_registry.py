@@ -18,7 +18,8 @@ from veridic.checks._cli_config import _Config
 from veridic.checks._cli_report import _Item, _Report, _UsageError
 from veridic.checks._cli_target import _booting, _display, _load_target
 from veridic.checks._cli_write import _write_output
-from veridic.checks.lint import LintFinding, check, lint
+from veridic.checks._regular import NotRegularFileError, read_regular
+from veridic.checks.lint import LintFinding, check, lint, tools_of
 from veridic.checks.manifest import (
     ManifestFormatError,
     build_manifest,
@@ -34,9 +35,34 @@ from veridic.tools.view import ToolView
 def _run_lint(args: argparse.Namespace, config: _Config) -> _Report:
     report = _Report("lint", args.target)
     with _booting(report):
-        target = _load_target(args.target)
+        target = _require_tools(_load_target(args.target), args.target)
         report.items.extend(_lint_items(target, config))
     return report
+
+
+def _require_tools(target: Registry | ToolView, spec: str) -> Registry | ToolView:
+    """``target``, refused when it holds no tool and no component: nothing would be checked.
+
+    Tools are often registered in modules of their own, which the application imports
+    and ``MODULE`` may not; veridic imports only ``MODULE``, found an empty registry and
+    reported it clean (and wrote, then matched, an empty manifest). A component may
+    register its tools when it boots, so a registry that declares one is checked.
+
+    Raises:
+        _UsageError: no tool is registered and no component declared.
+    """
+    components = (
+        target.components() if isinstance(target, Registry) else target.unavailable_components()
+    )
+    if tools_of(target) or components:
+        return target
+    raise _UsageError(
+        f"{spec} holds no tool, so nothing of it could be checked: veridic imports only "
+        f"{spec.partition(':')[0]}, and tools registered in a module it does not import "
+        "(app/tools.py, imported by the application's entry point) are not registered yet: "
+        "import the modules that register the tools in that module, or name a module that "
+        "does (veridic lint app.main:registry)"
+    )
 
 
 def _lint_items(target: Registry | ToolView, config: _Config) -> list[_Item]:
@@ -62,7 +88,7 @@ def _lint_item(finding: LintFinding) -> _Item:
 def _run_manifest(args: argparse.Namespace, config: _Config) -> _Report:
     report = _Report("manifest", args.target)
     with _booting(report):
-        target = _load_target(args.target)
+        target = _require_tools(_load_target(args.target), args.target)
         if args.output is not None:
             _write_manifest(target, args.output, report)
         else:
@@ -146,7 +172,8 @@ def _module_files() -> frozenset[str]:
 
 def _read_manifest(path: Path, target: str) -> str:
     """The committed manifest's text; a file that is missing, a folder, unreadable or not
-    UTF-8 is a usage error saying how to write it (not decoding it was a traceback)."""
+    UTF-8 is a usage error saying how to write it (not decoding it was a traceback), and
+    so is a FIFO or a link to a device (``/dev/zero`` was read until the memory ran out)."""
     shown = visible(str(path), None)
     regenerate = f"veridic manifest {target} -o {shown}"
     if path.is_dir():
@@ -155,7 +182,12 @@ def _read_manifest(path: Path, target: str) -> str:
             f"(write one with veridic manifest {target} -o {shown}/agent-manifest.json)"
         )
     try:
-        return path.read_text(encoding="utf-8")
+        return read_regular(path).decode("utf-8")
+    except NotRegularFileError as error:
+        raise _UsageError(
+            f"the manifest {error}: name the committed manifest file itself (write one "
+            f"with veridic manifest {target} -o agent-manifest.json)"
+        ) from error
     except OSError as error:
         raise _UsageError(
             f"cannot read the manifest {shown}: {error.strerror or error}: write it first "
@@ -206,7 +238,7 @@ def _run_check(args: argparse.Namespace, config: _Config) -> _Report:
     report = _Report("check", args.target)
     manifest: Path | None = args.manifest if args.manifest is not None else config.manifest
     with _booting(report):
-        target = _load_target(args.target)
+        target = _require_tools(_load_target(args.target), args.target)
         found = check(target, threshold=config.similarity_threshold, siblings=config.siblings)
         report.items.extend(_lint_item(finding) for finding in found)
         if manifest is None:

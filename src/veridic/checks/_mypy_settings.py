@@ -35,12 +35,15 @@ import io
 import json
 import os
 import re
+import stat
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Final
+
+from veridic.checks._regular import NOT_REGULAR
 
 if TYPE_CHECKING:
     from mypy.options import Options
@@ -199,10 +202,13 @@ class Directive:
 class ConfigError(Exception):
     """mypy would print this error and skip the file (``crashes``: mypy stops with a traceback)."""
 
-    def __init__(self, message: str, line: int | None, *, crashes: bool = False) -> None:
+    def __init__(
+        self, message: str, line: int | None, *, crashes: bool = False, not_regular: bool = False
+    ) -> None:
         super().__init__(message)
         self.line = line
         self.crashes = crashes
+        self.not_regular = not_regular
 
 
 def config_candidates(start: Path) -> Iterator[Path]:
@@ -225,8 +231,10 @@ def read_config(path: Path) -> tuple[Section, ...] | None:
     section, and a file it cannot parse (after printing why).
 
     Raises:
-        ConfigError: mypy cannot parse the file (or crashes on it), so it skips it.
+        ConfigError: mypy cannot parse the file (or crashes on it), so it skips it; or
+            the file is no regular file (``not_regular``), and is not read at all.
     """
+    _require_regular(path)
     if _mypy() is None:
         sections = _structure(path)
         return None if sections is None else _by_hand(sections)
@@ -240,6 +248,22 @@ def read_config(path: Path) -> tuple[Section, ...] | None:
     if sections is None:
         sections = _sections_of(options)
     return _with_mypy(options, sections)
+
+
+def _require_regular(path: Path) -> None:
+    """Refuse a configuration that is a FIFO or a link to a device before mypy's reader or
+    this module's opens it: a ``mypy.ini`` linked to ``/dev/zero`` (git keeps the link)
+    was read until the memory ran out, and a FIFO waited for ever.
+
+    Raises:
+        ConfigError: ``path`` is not a regular file.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError as error:
+        raise ConfigError(f"{type(error).__name__}: {error}", None) from error
+    if not stat.S_ISREG(mode):
+        raise ConfigError(f"{path.name} {NOT_REGULAR}", None, not_regular=True)
 
 
 def _structure(path: Path) -> tuple[Section, ...] | None:

@@ -55,6 +55,7 @@ from veridic._urls import (
     shown_url,
     url_secrets,
 )
+from veridic.checks._regular import read_regular
 from veridic.errors import VeridicError
 
 __all__ = [
@@ -245,7 +246,7 @@ class ChoiceCache:
 
     def get(self, key: str) -> Choice | None:
         try:
-            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+            data = json.loads(read_regular(self._path(key)).decode("utf-8"))
         except (OSError, ValueError):
             return None
         return Choice.from_json(data.get("choice")) if isinstance(data, dict) else None

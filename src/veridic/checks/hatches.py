@@ -26,6 +26,9 @@ kind                 what                                        finding?
 ``type-ignore``      ``# type: ignore[veridic-...]``, or a bare  no (listed)
                      ``# type: ignore`` (it silences them too)
 ``unparsable``       a file that is not valid Python             yes
+``stub-shadows``     a ``.py`` module with a ``.pyi`` stub       no (listed)
+                     beside it: mypy reads the stub and checks
+                     none of the module
 ===================  ==========================================  ===============
 
 A hatch is known by its name wherever it was imported from: a module of the
@@ -34,7 +37,13 @@ which mypy follows and a scan of one file at a time cannot. A name bound to
 ``cast``, a brand or ``TrustPolicy`` (``Policy = TrustPolicy``,
 ``Trusted: TypeAlias = TrustedInstruction``, ``c = typing.cast``) is followed
 as an import alias is: mypy follows it, so ``Policy("x")`` is a trust policy
-and ``cast(Trusted, text)`` a cast to a brand.
+and ``cast(Trusted, text)`` a cast to a brand. So is a relative import, and a
+name reached with a spelling fixed in the source (``getattr(veridic,
+"TrustPolicy")``, ``vars(veridic)["TrustPolicy"]``,
+``__import__("veridic").TrustPolicy``; see :func:`_qualified`). ``TrustPolicy``
+handed on as a value, and ``getattr(veridic, name)`` of a name the source does
+not fix, are ``trust-policy`` findings: the policies made through them have no
+name the scan can read.
 
 A policy name is "fixed in the module" as the ``veridic.mypy`` plugin reads it:
 a literal, ``+`` or ``x if c else y`` of literals, a str constant bound once at
@@ -119,6 +128,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from veridic.checks import _mypy_settings
+from veridic.checks._regular import read_regular
 from veridic.errors import VeridicError
 
 __all__ = ["Hatch", "HatchKind", "find_hatches", "scan_mypy_config", "scan_source"]
@@ -136,12 +146,14 @@ HatchKind = Literal[
     "config-ignore-errors",
     "plugin-missing",
     "config-unparsable",
+    "stub-shadows",
 ]
 
 _BRANDS: Final = frozenset({"TrustedInstruction", "UntrustedText"})
 _SKIPPED_DIRS: Final = frozenset({"__pycache__", "node_modules", "site-packages", "build", "dist"})
-_IGNORE: Final = re.compile(r"type:\s*ignore\[([^\]]*)\]")
-_BARE_IGNORE: Final = re.compile(r"type:\s*ignore(?![\[\w-])")
+_IGNORE: Final = re.compile(r"type:\s*ignore\s*\[([^\]]*)\]")
+"""An ignore naming its codes; mypy allows spaces before the ``[`` (``ignore [code]``)."""
+_BARE_IGNORE: Final = re.compile(r"type:\s*ignore(?![\w-])(?!\s*\[)")
 _PACKAGE: Final = Path(__file__).resolve().parent.parent
 """The veridic package (this file is in its ``checks`` subpackage)."""
 _SHORT: Final = 100
@@ -177,7 +189,7 @@ def find_hatches(
     *,
     trust_policies: frozenset[str] | None = None,
 ) -> tuple[Hatch, ...]:
-    """Scan every ``.py`` file under ``paths`` (files or directories).
+    """Scan every ``.py`` and ``.pyi`` file under ``paths`` (files or directories).
 
     ``trust_policies`` is the configured list of policy names (``None``: any
     name is allowed, but a computed name is still a finding). Directories are
@@ -205,6 +217,7 @@ def find_hatches(
         )
     )
     for path in _python_files(paths):
+        found.extend(_shadowed(path))
         try:
             source = _read(path)
         except (OSError, UnicodeDecodeError, SyntaxError, LookupError) as error:
@@ -236,10 +249,12 @@ def scan_source(
     """
     try:
         tree = ast.parse(source, filename=filename)
+        scanner = _Scanner(filename, _aliases(tree), trust_policies, inside_veridic)
+        scanner.scan(tree)
     except SyntaxError as error:
         return (_unparsable(filename, error.lineno or 1, error),)
-    scanner = _Scanner(filename, _aliases(tree), trust_policies, inside_veridic)
-    scanner.scan(tree)
+    except RecursionError as error:
+        return (_too_deep(filename, error),)
     return (
         *scanner.found,
         *_type_ignores(source, filename),
@@ -294,11 +309,13 @@ class _Scanner:
         self._brand_values(tree)
 
     def _brand_values(self, tree: ast.Module) -> None:
-        """Each brand handed on as a value: ``map(TrustedInstruction, texts)``.
+        """Each brand, or ``TrustPolicy``, handed on as a value: ``map(TrustedInstruction,
+        texts)``, ``partial(TrustPolicy, name)``, ``(P := TrustPolicy)``.
 
         mypy types the items as ``TrustedInstruction``, so every call made through
         the value forges the brand; the plugin refuses it (``veridic-forge``), and
         the scan lists it for a project that ignores that error or runs no plugin.
+        A policy made through the value is one whose name the scan never sees.
         A brand named as a type (an annotation,
         ``list[TrustedInstruction]``, a ``TypeVar`` bound, the target of a cast) or
         renamed (``Trusted = TrustedInstruction``, followed as an alias) is not one.
@@ -309,14 +326,19 @@ class _Scanner:
         spelt = _bound_to_text(tree)
         reported: set[int] = set()
         for node in ast.walk(tree):
-            if not isinstance(node, ast.Name | ast.Attribute) or not isinstance(node.ctx, ast.Load):
+            if isinstance(node, ast.Call):
+                if _reached_by_name(node, self.aliases, self.constants.get) is None:
+                    continue  # getattr(veridic, "TrustPolicy") is a value; other calls are not
+            elif not isinstance(node, ast.Name | ast.Attribute | ast.Subscript) or not isinstance(
+                node.ctx, ast.Load
+            ):
                 continue
             if isinstance(parents.get(id(node)), ast.Attribute):
                 continue  # TrustedInstruction.__name__, or the module of veridic.TrustedInstruction
             if isinstance(node, ast.Name) and node.id in spelt:
                 continue  # TRUSTED = "veridic.TrustedInstruction": a string, never called
             qualified = self._resolve(node)
-            if qualified is None or not _is_brand(qualified):
+            if qualified is None or not (_is_brand(qualified) or _is_policy(qualified)):
                 continue
             outer = _type_expression(node, parents)
             holder = parents.get(id(outer))
@@ -324,9 +346,25 @@ class _Scanner:
                 continue
             if self._passes_on(outer, holder, parents):
                 reported.add(id(holder))
-                self._brand_value(
-                    holder if isinstance(holder, ast.expr) else outer, _last(qualified)
-                )
+                shown = holder if isinstance(holder, ast.expr) else outer
+                if _is_policy(qualified):
+                    self._policy_value(shown)
+                else:
+                    self._brand_value(shown, _last(qualified))
+
+    def _policy_value(self, node: ast.expr) -> None:
+        if self.inside_veridic:
+            self._add(node, "trust-policy", False, _INSIDE)
+            return
+        self._add(
+            node,
+            "trust-policy",
+            True,
+            "TrustPolicy is passed on as a value, so each policy made through it is created "
+            "where its name is not written (a partial, a default, a loop or a walrus "
+            "variable): the scan cannot list that door nor check it against [tool.veridic] "
+            'trust-policies: call TrustPolicy("name") itself where each policy is made',
+        )
 
     def _passes_on(self, value: ast.expr, holder: ast.AST, parents: dict[int, ast.AST]) -> bool:
         """Whether ``holder`` hands ``value`` (a brand, or a type built of one) on to be called."""
@@ -367,7 +405,17 @@ class _Scanner:
 
     def _call(self, call: ast.Call) -> None:
         qualified = self._resolve(call.func)
-        if qualified is not None and _is_cast(qualified) and call.args:
+        if self._computed_veridic_name(call):
+            self._add(
+                call,
+                "trust-policy",
+                not self.inside_veridic,
+                f"reaches a name of veridic by a computed name ({_short(ast.unparse(call))}), "
+                "which may be TrustPolicy or a brand, so the scan cannot say which door this "
+                "is nor check it against [tool.veridic] trust-policies: import the name "
+                '(from veridic import TrustPolicy) and call it, TrustPolicy("name")',
+            )
+        elif qualified is not None and _is_cast(qualified) and call.args:
             if _mentions_brand(call.args[0], self._resolve):
                 self._cast(call)
         elif qualified is not None and _is_brand(qualified):
@@ -550,12 +598,18 @@ class _Scanner:
         return found
 
     def _resolve(self, node: ast.expr) -> str | None:
-        if isinstance(node, ast.Name):
-            return self.aliases.get(node.id, node.id)
-        if isinstance(node, ast.Attribute):
-            base = self._resolve(node.value)
-            return None if base is None else f"{base}.{node.attr}"
-        return None
+        if isinstance(node, ast.Constant):
+            return None  # a string is a type only where a type goes: _mentions_brand reads it
+        return _qualified(node, self.aliases, self.constants.get)
+
+    def _computed_veridic_name(self, call: ast.Call) -> bool:
+        """``getattr(veridic, name)`` (or of a module of veridic) with a name the source
+        does not fix: any of veridic's names, TrustPolicy among them."""
+        if not _builtin(call.func, self.aliases, "getattr") or len(call.args) < 2:
+            return False
+        module = self._resolve(call.args[0])
+        fixed = _string_values(call.args[1], self.constants.get)
+        return fixed is None and module is not None and module.split(".")[0] == "veridic"
 
     def _is_policy_name(self, node: ast.Name) -> bool:
         qualified = self.aliases.get(node.id, node.id)
@@ -662,9 +716,12 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
             for alias in node.names:
                 if alias.asname is not None:
                     aliases[alias.asname] = alias.name
-        elif isinstance(node, ast.ImportFrom) and node.module is not None and node.level == 0:
+        elif isinstance(node, ast.ImportFrom):
+            # A relative import is followed by mypy as any other: from .types import
+            # TrustPolicy as P makes P("evil") a trust policy.
+            module = "." * node.level + (node.module or "")
             for alias in node.names:
-                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+                aliases[alias.asname or alias.name] = f"{module}.{alias.name}".lstrip(".")
     _renamed_hatches(tree, aliases)
     return aliases
 
@@ -677,11 +734,12 @@ def _renamed_hatches(tree: ast.Module, aliases: dict[str, str]) -> None:
         for target, value in _bound_names(node)
         if isinstance(target, ast.Name)
     ]
+    constants = _module_constants(tree)
     changed = True
     while changed:  # a chain resolves one link a pass; each pass adds a name or stops
         changed = False
         for name, value in renames:
-            qualified = _qualified(value, aliases)
+            qualified = _qualified(value, aliases, constants.get)
             if name not in aliases and qualified is not None and _is_hatch_name(qualified):
                 aliases[name] = qualified
                 changed = True
@@ -700,8 +758,22 @@ def _bound_names(node: ast.AST) -> Iterator[tuple[ast.expr, ast.expr]]:
             yield name, value
 
 
-def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
-    """The dotted name ``node`` refers to (a name, an attribute, or a string holding one)."""
+def _qualified(
+    node: ast.expr,
+    aliases: dict[str, str],
+    lookup: Callable[[str], frozenset[str] | None] = lambda _: None,
+) -> str | None:
+    """The dotted name ``node`` refers to (a name, an attribute, or a string holding one).
+
+    Also what a name fixed in the source reaches another way, as mypy follows it (or
+    types it ``Any``) and the run time calls it: ``getattr(veridic, "TrustPolicy")``,
+    ``vars(veridic)["TrustPolicy"]``, ``veridic.__dict__["TrustPolicy"]``, and an
+    attribute of what the scan cannot name (``__import__("veridic").TrustPolicy``,
+    ``importlib.import_module("veridic").TrustPolicy``), which the name decides, as
+    it does for an import. An attribute spelt as a name bound to a hatch in the module
+    (``class K: P = TrustPolicy``, then ``K.P("x")``) is that hatch. ``lookup`` gives
+    the strings a name of the module is fixed to (``getattr(veridic, NAME)``).
+    """
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         parsed = _string_annotation(node.value)
         if parsed is None:
@@ -710,9 +782,57 @@ def _qualified(node: ast.expr, aliases: dict[str, str]) -> str | None:
     if isinstance(node, ast.Name):
         return aliases.get(node.id, node.id)
     if isinstance(node, ast.Attribute):
-        base = _qualified(node.value, aliases)
-        return None if base is None else f"{base}.{node.attr}"
-    return None
+        base = _qualified(node.value, aliases, lookup)
+        qualified = node.attr if base is None else f"{base}.{node.attr}"
+        renamed = aliases.get(node.attr)
+        if renamed is not None and _is_hatch_name(renamed) and not _is_hatch_name(qualified):
+            return renamed
+        return qualified
+    reached = _reached_by_name(node, aliases, lookup)
+    if reached is None:
+        return None
+    holder, name = reached
+    base = _qualified(holder, aliases, lookup) if not isinstance(holder, ast.Constant) else None
+    return name if base is None else f"{base}.{name}"
+
+
+def _reached_by_name(
+    node: ast.expr, aliases: dict[str, str], lookup: Callable[[str], frozenset[str] | None]
+) -> tuple[ast.expr, str] | None:
+    """``(holder, name)`` of ``getattr(holder, name)``, ``vars(holder)[name]`` or
+    ``holder.__dict__[name]`` whose name is fixed in the source (a hatch's name first, of
+    several a condition picks from), else ``None``."""
+    if isinstance(node, ast.Call) and _builtin(node.func, aliases, "getattr"):
+        if len(node.args) < 2:
+            return None
+        holder, key = node.args[0], node.args[1]
+    elif isinstance(node, ast.Subscript):
+        outer = node.value
+        if isinstance(outer, ast.Call) and _builtin(outer.func, aliases, "vars") and outer.args:
+            holder = outer.args[0]
+        elif isinstance(outer, ast.Attribute) and outer.attr == "__dict__":
+            holder = outer.value
+        else:
+            return None
+        key = node.slice
+    else:
+        return None
+    names = _string_values(key, lookup)
+    if not names:
+        return None
+    return holder, min(names, key=lambda name: (not _is_hatch_name(name), name))
+
+
+def _builtin(node: ast.expr, aliases: dict[str, str], name: str) -> bool:
+    """Whether ``node`` names the built-in ``name`` (``getattr``, ``builtins.getattr``)."""
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, node.id) in (name, f"builtins.{name}")
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == name
+        and isinstance(node.value, ast.Name)
+        and aliases.get(node.value.id, node.value.id) == "builtins"
+    )
 
 
 def _string_annotation(text: str) -> ast.expr | None:
@@ -745,6 +865,11 @@ def _mentions_brand(node: ast.expr, resolve: Callable[[ast.expr], str | None]) -
             if qualified is not None and _is_brand(qualified):
                 return True
     return False
+
+
+def _is_policy(qualified: str) -> bool:
+    """``TrustPolicy`` by its name, wherever it was imported from (see :func:`_is_brand`)."""
+    return _last(qualified) == "TrustPolicy"
 
 
 def _is_cast(qualified: str) -> bool:
@@ -999,7 +1124,13 @@ def _config_hatches(path: Path, sections: tuple[_mypy_settings.Section, ...]) ->
 
 def _config_unparsable(path: Path, error: _mypy_settings.ConfigError) -> Hatch:
     said = " ".join(str(error).split())
-    if error.crashes:
+    if error.not_regular:
+        why = (
+            f"mypy would read this configuration ({said}): its reading never ends (a "
+            "device) or never starts (a FIFO), so mypy checks nothing, veridic's checks "
+            "included: make it a regular file holding mypy's configuration"
+        )
+    elif error.crashes:
         why = (
             f"mypy's configuration parser crashes on this file ({said}), so mypy stops "
             "before checking anything, veridic's checks included: fix the value it fails on "
@@ -1029,6 +1160,49 @@ def _unparsable(filename: str, line: int, error: Exception) -> Hatch:
     )
 
 
+def _shadowed(path: Path) -> Iterator[Hatch]:
+    """A ``.py`` module with a ``.pyi`` stub beside it, which mypy reads instead.
+
+    ``mypy app`` then checks none of the module's code, veridic's checks included
+    ("Success"), unless the ``.py`` file is named on mypy's command line: one file added
+    beside a module turns off every static check of it, as ``# mypy: ignore-errors``
+    does. Listed, like that comment: a stub may be kept on purpose, after review.
+    """
+    stub = path.with_suffix(".pyi")
+    if path.suffix != ".py" or not stub.is_file():
+        return
+    yield Hatch(
+        _display(path),
+        1,
+        "stub-shadows",
+        _short(f"{path.name} shadowed by {stub.name}"),
+        False,
+        f"mypy reads the stub {_display(stub)} instead of this module, and checks none of "
+        "this module's code, veridic's checks included (unless this file is named on "
+        "mypy's command line): delete the stub, or keep it after review and check the "
+        "module by name",
+    )
+
+
+def _too_deep(filename: str, error: RecursionError) -> Hatch:
+    """A file whose expressions nest deeper than Python's parser (or the scan) goes.
+
+    ``ast.parse`` gives up on ``"a" + "a" + ...`` of some thousands of terms with a
+    ``RecursionError``, no ``SyntaxError``: it ended the scan with a traceback, whose
+    exit code 1 reads as "findings" to a CI step that tells 1 from 2.
+    """
+    return Hatch(
+        filename,
+        1,
+        "unparsable",
+        _short(f"{type(error).__name__}: {error}"),
+        True,
+        "this file's expressions are nested too deeply for Python's parser (Python cannot "
+        "compile it either), so its escape hatches cannot be listed: split the expression, "
+        "or leave the file out of the paths given to veridic hatches",
+    )
+
+
 def _short(text: str) -> str:
     """One line of at most ``_SHORT`` characters, for display."""
     line = " ".join(text.split())
@@ -1054,7 +1228,7 @@ def _python_files(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Path]:
             found = list(_walk(path))
             if not found and not _holds_config(path):
                 raise VeridicError(
-                    f"veridic hatches: {os.fspath(given)!r} holds no Python file (.py) and "
+                    f"veridic hatches: {os.fspath(given)!r} holds no Python file (.py, .pyi) and "
                     f"no mypy configuration (looked from {Path.cwd()}; hidden folders, and "
                     "build, dist and the like outside a package, are skipped), so nothing of "
                     "it could be checked: pass the directories that hold the application's code"
@@ -1178,7 +1352,8 @@ def _holds_config(directory: Path) -> bool:
 
 
 def _walk(directory: Path) -> Iterator[Path]:
-    """The ``.py`` files under ``directory``, entering folders that are symbolic links.
+    """The ``.py`` and ``.pyi`` files under ``directory``, entering folders that are
+    symbolic links.
 
     Python imports through a linked folder (``app/util`` -> ``../.tools/util``),
     and so does mypy, so its code is the application's wherever the link points:
@@ -1194,8 +1369,12 @@ def _walk(directory: Path) -> Iterator[Path]:
         entered.add(real)
         dirs[:] = sorted(d for d in dirs if not _skipped(Path(root, d)))
         for name in sorted(files):
-            if name.endswith(".py"):
+            if name.endswith(_WALKED_SUFFIXES):
                 yield Path(root, name)
+
+
+_WALKED_SUFFIXES: Final = (".py", ".pyi")
+"""What mypy reads in a folder: modules and stubs (a stub instead of its module)."""
 
 
 def _skipped(directory: Path) -> bool:
@@ -1221,11 +1400,13 @@ def _read(path: Path) -> str:
     Raises what Python's import would refuse the file for: ``SyntaxError`` for
     an unknown encoding, ``LookupError`` for a codec that is not a text
     encoding (``# coding: rot13``), ``UnicodeDecodeError`` for bytes it
-    cannot decode.
+    cannot decode; and ``NotRegularFileError`` (an ``OSError``) for a name
+    ending in ``.py`` that is a FIFO or a link to a device, which Python could
+    not import either and whose text may never end.
     """
-    with path.open("rb") as handle:
-        encoding, _ = tokenize.detect_encoding(handle.readline)
-    return path.read_text(encoding=encoding)
+    data = read_regular(path)
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return io.TextIOWrapper(io.BytesIO(data), encoding=encoding).read()
 
 
 def _display(path: Path) -> str:

@@ -8,6 +8,12 @@ registered tool, what the model and the approval loop see:
 - ``name``, ``description``, ``kind``, ``risk``, ``irreversible``,
   ``writes_instruction_fields``, ``input_schema`` (``"sha256:..."`` of the
   canonical JSON schema: any change to the arguments shows) and ``component``;
+- ``trust``: what of the tool the capability section prints as instruction:
+  ``"code"`` (a tool written in code), ``"pinned description"`` or ``"pinned
+  tool"`` (an external tool whose description, or description and schema, a
+  pin in code vouches for), ``"unpinned"`` (an external tool whose text is only
+  data), so a pin added, the review that lets outside text instruct the model,
+  is a line in the diff;
 - ``roles``: the roles whose views expose the tool (``[]``: every view), so a
   tool opened to everyone is a line in the diff;
 - ``mcp_annotations``: what MCP clients are told of its behaviour
@@ -26,8 +32,8 @@ version), and a snapshot that recorded it would drift on a CI runner without
 production secrets, or pass there and drift in production. The boot state is
 reported instead (:func:`component_states`; ``veridic manifest`` and ``veridic
 check`` print it and put it in their JSON). Format 1 recorded it, format 2
-did not record roles and MCP annotations; a file of either is refused with a
-request to regenerate it.
+did not record roles and MCP annotations, format 3 did not record ``trust``;
+a file of any of them is refused with a request to regenerate it.
 
 It is JSON with sorted keys, two-space indentation and one item per line, so a
 diff of the file reads like a list of changes; :func:`diff_manifest` says the
@@ -80,11 +86,12 @@ __all__ = [
     "render_manifest",
 ]
 
-FORMAT: Final = 3
-"""The manifest format version, stored under ``veridic_manifest`` (3: roles and MCP annotations)."""
+FORMAT: Final = 4
+"""The manifest format version, stored under ``veridic_manifest`` (4: what of a tool is trusted)."""
 
 _TOOL_FIELDS: Final = (
     "description",
+    "trust",
     "kind",
     "risk",
     "irreversible",
@@ -104,6 +111,8 @@ _OLD_FORMATS: Final = {
     "later formats do not)",
     2: " (format 2 did not record a tool's roles and MCP annotations, so a tool opened to "
     "every role or told to MCP clients as not destructive passed unseen)",
+    3: " (format 3 did not record whether an external tool is pinned, so a pin added, which "
+    "prints an outside description as instruction, passed unseen)",
 }
 
 
@@ -269,6 +278,7 @@ def _tool_entry(tool: Tool) -> dict[str, object]:
     canonical = json.dumps(tool.input_schema, sort_keys=True, separators=(",", ":"))
     return {
         "description": tool.description,
+        "trust": _trust(tool),
         "kind": tool.kind,
         "risk": tool.risk.value,
         "irreversible": tool.irreversible,
@@ -278,6 +288,19 @@ def _tool_entry(tool: Tool) -> dict[str, object]:
         "roles": sorted(tool.roles),
         "mcp_annotations": dict(mcp_annotations(tool)),
     }
+
+
+_PINNED: Final = {"": "unpinned", "description": "pinned description", "tool": "pinned tool"}
+
+
+def _trust(tool: Tool) -> str:
+    """What of ``tool`` the code vouches for: ``"code"``, or its pin's scope.
+
+    Read from the declaration (the pin's scope), never from whether the pin still
+    matches the text a server gives today, which depends on the machine (a description
+    changed since its pin is withheld, and said so, by the view).
+    """
+    return "code" if not tool.external else _PINNED[tool.pin_scope]
 
 
 def _parse(text: str) -> dict[str, object]:

@@ -56,6 +56,7 @@ from typing import Final
 
 from veridic._sample import clip
 from veridic._words import a_type
+from veridic.checks._regular import read_regular
 from veridic.checks.choosers import Choice, ToolChooser
 from veridic.checks.lint import LintFinding, Severity, tool_location
 from veridic.errors import VeridicError
@@ -255,7 +256,7 @@ def read_requests(path: Path) -> dict[str, tuple[str, ...]]:
             'TOML (tool = ["request", ...]) in a .toml file'
         )
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise ProbeError(
             f"requests file {path}: cannot be read ({error}): pass the path of a UTF-8 "

@@ -261,8 +261,19 @@ _CATALOGUE: Final = (
     _rule(
         "unparsable",
         "A Python file veridic cannot read",
-        "A file that is not valid Python (or not readable) is not scanned for escape hatches.",
-        "Fix the syntax or encoding error at the line given.",
+        "A file that is not valid Python (or not readable, nested deeper than Python's parser "
+        "goes, or no regular file: a FIFO or a link to a device) is not scanned for escape "
+        "hatches.",
+        "Fix the syntax or encoding error at the line given; make a link to a device a real "
+        "file, or leave it out of the paths.",
+    ),
+    _rule(
+        "stub-shadows",
+        "A module with a .pyi stub beside it, which mypy checks instead",
+        "mypy reads the stub and checks none of the module's code, veridic's provenance checks "
+        "included, unless the module is named on its command line.",
+        "Delete the stub, or keep it after review and have mypy check the module by name.",
+        "note",
     ),
     _rule(
         "inline-disable-code",
@@ -305,7 +316,8 @@ _CATALOGUE: Final = (
         "A mypy configuration file mypy cannot parse",
         "mypy skips a file it cannot parse and reads the next one, so the intended settings "
         "(the plugin among them) may not apply.",
-        "Fix the syntax error the message names.",
+        "Fix the syntax error the message names (or make the file a regular file: a link to "
+        "a device or a FIFO is never read to its end).",
     ),
 )
 
