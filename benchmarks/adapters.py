@@ -30,12 +30,13 @@ run's own history through before anything is timed.
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import logging
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import _harness as h
 
@@ -174,22 +175,22 @@ def _openai_agents(report: h.Report, folder: Path) -> None:
     contenders = [
         h.Contender(
             "one tool, answers written here (by digest)",
-            lambda: own(_turn(items, 0), agent),
+            lambda: own(_turn(items), agent),
             batch=_turns(items, lambda given: own(given, agent)),
         ),
         h.Contender(
             "one tool, answers another process wrote (rendered)",
-            lambda: elsewhere(_turn(items, 0), other),
+            lambda: elsewhere(_turn(items), other),
             batch=_turns(items, lambda given: elsewhere(given, other)),
         ),
         h.Contender(
             f"a turn of {TOOLS} tools, by digest",
-            lambda: _every(tools, _turn(items, 0), agent),
+            lambda: _every(tools, _turn(items), agent),
             batch=_turns(items, lambda given: _every(tools, given, agent)),
         ),
         h.Contender(
             f"a turn of {TOOLS} tools, rendered",
-            lambda: _every(restarted, _turn(items, 0), other),
+            lambda: _every(restarted, _turn(items), other),
             batch=_turns(items, lambda given: _every(restarted, given, other)),
         ),
     ]
@@ -248,11 +249,17 @@ def _agents_history(folder: Path, count: int) -> tuple[Any, list[Any], list[Any]
     return told, tools, restarted, items
 
 
-def _turn(items: list[Any], number: int) -> Any:
-    """The run's context on turn ``number``: the history and a user item no turn had."""
+_TURNS: Final = itertools.count()
+"""Numbers no turn had: a batch numbered its turns from 0, so a batch of one turn was given
+the input the same contender's last batch passed, and was timed unread (the tools of a
+contender remember the input they passed last, whatever ran in between on other tools)."""
+
+
+def _turn(items: list[Any]) -> Any:
+    """The run's context on a new turn: the history and a user item no turn had."""
     from agents import RunContextWrapper
 
-    given = [*items, {"role": "user", "content": f"And the next one, {number}?"}]
+    given = [*items, {"role": "user", "content": f"And the next one, {next(_TURNS)}?"}]
     return RunContextWrapper(context=None, turn_input=given)
 
 
@@ -260,7 +267,7 @@ def _turns(items: list[Any], check: Callable[[Any], object]) -> Callable[[int], 
     """A batch of ``number`` turns, each with an input of its own, made before the timing."""
 
     def prepared(number: int) -> h.Call:
-        contexts = iter([_turn(items, index) for index in range(number)])
+        contexts = iter([_turn(items) for _ in range(number)])
         return lambda: check(next(contexts))
 
     return prepared

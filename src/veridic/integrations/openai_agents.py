@@ -585,14 +585,17 @@ class _Binding:
         The SDK asks every tool's ``is_enabled`` on every turn with the same input, and the
         call checks it again: reading 200 replayed results took 1.7 ms, thirty times a turn
         for thirty tools. A passed input is remembered as it was (:func:`_input_of`: every
-        key, every value and its exact type, of plain ``dict``, ``list``, ``tuple``, ``str``,
-        numbers and ``None`` only), never by the list's identity, and with the agent's name
-        and the trust mode, the rest of what the check reads (the view, the data mode and
-        the request are the binding's own; the blocks it knows by digest only spare a
-        render, they never change an answer). An input edited since, in place or not, in
-        any item or part of one, is read again; so is any input holding another type (a
-        ``str`` subclass, an SDK model object), on every check, as before. The input is
-        remembered only when it was the same before the check and after it.
+        key, every value and its exact type, a float's sign too, of plain ``dict`` keyed by
+        ``str``, ``list``, ``tuple``, ``str``, numbers and ``None`` only), never by the list's
+        identity, and with the agent's name and the trust mode, the rest of what the check
+        reads (the view, the data mode and the request are the binding's own; the blocks it
+        knows by digest only spare a render, they never change an answer). An input edited
+        since, in place or not, in any item or part of one, is read again; so is any input
+        holding another type (a ``str`` subclass, an SDK model object, a key JSON has not),
+        or one container twice, on every check, as before. The input is remembered only
+        when it was the same before the check and after it. One input is remembered per
+        :func:`function_tools`, whichever run passed it last: two runs of its tools at once
+        each read their own input, as before.
 
         Raises:
             ProvenanceError, ToolCouplingError: as :meth:`_check_input_item` does.
@@ -1375,39 +1378,50 @@ _PLAIN: Final = frozenset({str, int, float, bool, type(None)})
 same input as long as each one is equal, and of the same type, at the same place."""
 _CONTAINERS: Final = frozenset({dict, list, tuple})
 _READ_TYPES: Final = _PLAIN | _CONTAINERS
+_KEY_TYPES: Final = frozenset({str})
+"""The keys JSON has: ``{1: x}``, ``{True: x}`` and ``{1.0: x}`` are one dict to ``==`` and
+three to the SDK (``"1"``, ``"true"``, ``"1.0"``), so a dict keyed otherwise is never
+remembered."""
 _DEEPEST: Final = 64
 """Levels of nesting :func:`_input_of` reads: the Responses API's items nest a few; a deeper
-(or a cyclic) input is read whole by every check instead."""
+input is read whole by every check instead."""
+
+_Level = tuple[list[type], list[int], list[object], list[type], list[object], list[str]]
 
 
 class _Input(NamedTuple):
     """An input as one check read it: by level, the containers' types and lengths, the
-    dicts' keys in their order, and every value's type, and the plain values themselves
-    (kept, so none is freed and a new one takes its place). Never a container: a list or a
-    dict of the input is the caller's, which may change after."""
+    dicts' keys in their order, every value's type, the plain values themselves (kept, so
+    none is freed and a new one takes its place), and the floats as JSON writes them
+    (``-0.0 == 0.0``). Never a container: a list or a dict of the input is the caller's,
+    which may change after."""
 
     name: str | None
     mode: str
-    levels: tuple[tuple[list[type], list[int], list[object], list[type], list[object]], ...]
+    levels: tuple[_Level, ...]
 
 
 def _input_of(turn_input: object, name: object) -> _Input | None:
     """``turn_input`` and the agent's ``name`` as :class:`_Input`, or ``None`` when the input
-    holds anything but plain values in plain containers (or nests past ``_DEEPEST``).
+    holds anything but plain values in plain containers, a dict keyed by anything but
+    ``str``, a container twice (or inside itself), or nests past ``_DEEPEST``.
 
     Each level is read with the C loops of ``map``, ``chain`` and ``compress``: for the 400
     items of 200 replayed results, about a tenth of reading them. Two of them are equal
     (``==``) exactly when the inputs hold the same keys in the same order and equal values
-    of the same types at the same places: every value is a ``str``, a number, ``None`` or a
-    container of them, whose ``==`` is the built-in one (no value's own method is asked).
+    of the same types at the same places, floats of the same sign: every value is a ``str``,
+    a number, ``None`` or a container of them, whose ``==`` is the built-in one (no value's
+    own method is asked). A container met twice is refused, not read again: one list held
+    twice by each of twenty nested ones is two million paths to read.
     """
     if (name is not None and type(name) is not str) or type(turn_input) not in _CONTAINERS:
         return None
     shown = name if type(name) is str else None
-    levels: list[tuple[list[type], list[int], list[object], list[type], list[object]]] = []
+    levels: list[_Level] = []
     level: list[Any] = [turn_input]  # containers of the types _CONTAINERS holds, no other
+    met: set[int] = set()
     while level:
-        if len(levels) == _DEEPEST:
+        if len(levels) == _DEEPEST or not _first_met(level, met):
             return None
         kinds = list(map(type, level))
         dicts = list(compress(level, map(is_, kinds, repeat(dict))))
@@ -1420,13 +1434,29 @@ def _input_of(turn_input: object, name: object) -> _Input | None:
         )
         types = list(map(type, values))
         found = set(types)
-        if not found <= _READ_TYPES or not set(map(type, keys)) <= _PLAIN:
+        if not found <= _READ_TYPES or not set(map(type, keys)) <= _KEY_TYPES:
             return None
         nested = found & _CONTAINERS
         plain = list(compress(values, map(_PLAIN.__contains__, types))) if nested else values
-        levels.append((kinds, list(map(len, level)), keys, types, plain))
+        floats = (
+            list(map(float.__repr__, compress(values, map(is_, types, repeat(float)))))
+            if float in found
+            else []
+        )
+        levels.append((kinds, list(map(len, level)), keys, types, plain, floats))
         level = list(compress(values, map(_CONTAINERS.__contains__, types))) if nested else []
     return _Input(shown, settings().mode, tuple(levels))
+
+
+def _first_met(level: list[Any], met: set[int]) -> bool:
+    """Whether no container of ``level`` is there twice or was met at a level above (then
+    adds them to ``met``): a container held twice is read once per path to it, a doubling
+    per level, and one inside itself until ``_DEEPEST``."""
+    ids = set(map(id, level))
+    if len(ids) != len(level) or not met.isdisjoint(ids):
+        return False
+    met |= ids
+    return True
 
 
 def _calls_in(items: Sequence[object]) -> dict[str, str]:
