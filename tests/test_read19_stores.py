@@ -6,6 +6,7 @@ older schema prints. Postgres tests run on the server the session starts
 from __future__ import annotations
 
 import secrets
+import socket
 import sqlite3
 import threading
 import time
@@ -21,6 +22,7 @@ from veridic.run import _postgres_schema, _sqlite_schema
 from veridic.run.deferred import PausedRun
 
 from test_postgres_store import _paused  # isort: skip
+from test_review19_stores import _close, _LosesTheClaimsAnswer, _received  # isort: skip
 
 Store = SQLiteAuditSink | PostgresAuditSink
 
@@ -42,9 +44,9 @@ def _paused_rows(store: Store, dsn: str | None, path: Path) -> list[tuple[Any, .
         assert dsn is not None
         with psycopg.connect(dsn) as db:
             return db.execute(query).fetchall()
-    with sqlite3.connect(path / "audit.db") as db:
-        rows = db.execute(query).fetchall()
-    db.close()
+    with sqlite3.connect(path / "audit.db") as sqlite:
+        rows = sqlite.execute(query).fetchall()
+    sqlite.close()
     return rows
 
 
@@ -189,3 +191,44 @@ def test_a_claim_token_of_a_str_subclass_is_checked_as_the_text_it_holds(store: 
     token = _SaysItIsAnything(secrets.token_hex(16))
     assert store.claim_paused("req-9", token=token) is not None
     assert store.claim_paused("req-9", token=str.__str__(token)) is not None  # the same token
+
+
+# --- a claim whose every try lost its answer ----------------------------------------------------
+
+
+class _LosesEveryClaimsAnswer(_LosesTheClaimsAnswer):
+    """The proxy of test_review19_stores, dropping the answer of every claim, the store's
+    own retry's too: the claim is committed, and the store never reads that it was."""
+
+    def _up(self, client: socket.socket, server: socket.socket, claimed: threading.Event) -> None:
+        while data := _received(client):
+            if self._CLAIM in data:
+                claimed.set()
+            try:
+                server.sendall(data)
+            except OSError:
+                return
+        _close(server)
+
+
+def test_a_claim_that_never_got_its_answer_says_how_to_claim_again(postgres_dsn: str) -> None:
+    # Was: the note said "claim again with the same token", to a caller who passed none
+    # (the store's own token is nobody's): it may have taken the run for nobody.
+    with PostgresAuditSink(postgres_dsn) as direct:
+        direct.save_paused(_paused(direct))
+    with (
+        _LosesEveryClaimsAnswer(postgres_dsn) as proxy,
+        PostgresAuditSink(proxy.dsn) as store,
+        pytest.raises(psycopg.OperationalError) as raised,
+    ):
+        store.claim_paused("req-9")
+    note = " ".join(" ".join(raised.value.__notes__).split())
+    assert "could not reach the server" in note
+    assert "a claim made without token= cannot be sent again" in note
+    token = secrets.token_hex(16)
+    with _LosesEveryClaimsAnswer(postgres_dsn) as proxy, PostgresAuditSink(proxy.dsn) as store:
+        store.save_paused(_paused(store))
+        with pytest.raises(psycopg.OperationalError):
+            store.claim_paused("req-9", token=token)
+    with PostgresAuditSink(postgres_dsn) as store:  # the server is back
+        assert store.claim_paused("req-9", token=token) is not None  # as the note says
