@@ -5,6 +5,7 @@ older schema prints. Postgres tests run on the server the session starts
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import socket
 import sqlite3
@@ -18,10 +19,12 @@ import psycopg
 import pytest
 
 from veridic import AuditRecordError, PostgresAuditSink, SQLiteAuditSink
+from veridic.providers import Usage
 from veridic.run import _postgres_schema, _sqlite_schema
 from veridic.run.deferred import PausedRun
+from veridic.run.records import ModelReplyRecord
 
-from test_postgres_store import _paused  # isort: skip
+from test_postgres_store import SHA, _paused  # isort: skip
 from test_review19_stores import _close, _LosesTheClaimsAnswer, _received  # isort: skip
 
 Store = SQLiteAuditSink | PostgresAuditSink
@@ -232,3 +235,49 @@ def test_a_claim_that_never_got_its_answer_says_how_to_claim_again(postgres_dsn:
             store.claim_paused("req-9", token=token)
     with PostgresAuditSink(postgres_dsn) as store:  # the server is back
         assert store.claim_paused("req-9", token=token) is not None  # as the note says
+
+
+# --- the migration keys every answer as its insert does, on Postgres too ----------------------
+
+
+def _edges() -> list[ModelReplyRecord]:
+    """Unlinked answers at the edges of what a store keeps: times a text form would round,
+    the least and greatest floats, counts at their limits and unknown, text a store escapes
+    (NUL, a lone surrogate), a request id far past a B-tree entry, and answers that differ
+    only where NULL, "" and 0 might be taken for one another."""
+    times = [0.1 + 0.2, 1 / 3, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 0.0]
+    base = ModelReplyRecord(6.0, "req-1", SHA, "resp-1", "gpt", "stop", ("a",), Usage(10, 5), 0.5)
+    answers = [dataclasses.replace(base, time=at, latency=at) for at in times]
+    answers += [
+        dataclasses.replace(base, usage=None),
+        dataclasses.replace(base, usage=Usage(0, 0)),
+        dataclasses.replace(base, usage=Usage(2**63 - 1, 2**63 - 1, cache_read_input_tokens=0)),
+        dataclasses.replace(
+            base, usage=Usage(10, 5, stated=frozenset({"reasoning_output_tokens"}))
+        ),
+        dataclasses.replace(base, response_id="", model="", stop_reason=""),
+        dataclasses.replace(base, response_id="0", model="0", stop_reason="0"),
+        dataclasses.replace(base, tool_calls=()),
+        dataclasses.replace(base, tool_calls=("",)),
+        dataclasses.replace(base, request_id="r\x00\ud800é✓" + "x" * 20_000),
+        dataclasses.replace(base, model="a\x00b\udfff"),
+    ]
+    return answers
+
+
+def test_the_postgres_migration_keys_each_answer_as_its_insert_does(postgres_dsn: str) -> None:
+    answers = _edges()
+    with PostgresAuditSink(postgres_dsn) as store:
+        for answer in answers:
+            store.write_model_reply(answer)
+        kept = store.model_replies()
+    assert len(kept) == len(answers)  # no two of them taken for one
+    with psycopg.connect(postgres_dsn, autocommit=True) as db:
+        db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_sha256")
+        db.execute("UPDATE veridic_schema SET version = 9")
+    with PostgresAuditSink(postgres_dsn) as store:
+        assert store.schema_version == 10
+        for answer in [*answers, *kept]:  # as written, and as read back: the same answers
+            store.write_model_reply(answer)
+        assert store.model_replies() == kept
