@@ -468,5 +468,6 @@ class AsyncSQLStore:
         self, request_id: str, /, *, token: str | None = None
     ) -> PausedRun | None:
         """As :meth:`SQLStore.claim_paused`. A task cancelled while the claim runs may
-        leave it committed and its answer unread: claim again with the same ``token``."""
+        leave it committed and its answer unread: claim again with the same ``token``
+        (one made without ``token`` cannot be brought again: its run may be nobody's)."""
         return await self._arun(_statements.claim_paused(repr(self), request_id, token))
