@@ -221,7 +221,7 @@ def test_a_claim_sent_again_with_its_token_gets_the_same_run_and_another_gets_no
     assert store.claim_paused("req-9", token=token) == paused
 
 
-def test_a_claim_token_no_store_can_keep_is_refused(store: Store) -> None:
+def test_a_claim_sha256_no_store_can_keep_is_refused(store: Store) -> None:
     store.save_paused(_paused(store))
     for token in ("", "  ", "a\x00b", 42):
         with pytest.raises(AuditRecordError, match=r"claim_paused\(\) got the token"):
@@ -272,7 +272,7 @@ def _sqlite_at_9(path: Path) -> PausedRun:
     with sqlite3.connect(path) as db:
         db.execute("DROP INDEX veridic_model_replies_unlinked")
         db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")
-        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_sha256")
         # Two copies of one unlinked answer (a copy run twice by an earlier release).
         db.execute(
             "INSERT INTO veridic_model_replies (time, request_id, prompt_sha256, response_id, "
@@ -321,7 +321,7 @@ def _postgres_at_9(dsn: str) -> PausedRun:
         store.write_model_reply(_unlinked())
     with psycopg.connect(dsn, autocommit=True) as db:
         db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")
-        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_sha256")
         db.execute("UPDATE veridic_schema SET version = 9")
         db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.9 (schema 9)'")
     return paused
@@ -478,7 +478,7 @@ def test_an_unlinked_answer_kept_before_schema_10_is_kept_once_after_the_migrati
         with sqlite3.connect(path) as db:
             db.execute("DROP INDEX veridic_model_replies_unlinked")
             db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")
-            db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")
+            db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_sha256")
             db.execute("PRAGMA user_version = 9")
         db.close()
         with SQLiteAuditSink(path) as store:
@@ -495,7 +495,7 @@ def test_the_postgres_migration_keys_an_answer_by_its_exact_times(postgres_dsn: 
         store.write_model_reply(answer)
     with psycopg.connect(postgres_dsn, autocommit=True) as db:
         db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")
-        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_sha256")
         db.execute("UPDATE veridic_schema SET version = 9")
         name = db.execute("SELECT current_database()").fetchone()
         assert name is not None

@@ -48,7 +48,7 @@ def _at_schema_5(dsn: str) -> None:
         db.execute(_DROP_USAGE_PARTS)
         db.execute("ALTER TABLE veridic_model_calls DROP COLUMN options_sha256")  # added in 9
         db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")  # added in 10
-        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")  # added in 10
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_sha256")  # added in 10
         db.execute("UPDATE veridic_schema SET version = 5")
 
 

@@ -156,7 +156,7 @@ def _fill(store: Store) -> ModelCallRecord:
     return call
 
 
-_ADDED = ("options_sha256", "unlinked_sha256", "claim_token")
+_ADDED = ("options_sha256", "unlinked_sha256", "claim_sha256")
 """The columns added in 9 and since: the rows are compared without them."""
 
 
@@ -188,7 +188,7 @@ def _sqlite_at_8(path: Path) -> ModelCallRecord:
         db.execute("ALTER TABLE veridic_model_calls DROP COLUMN options_sha256")
         db.execute("DROP INDEX veridic_model_replies_unlinked")  # added in 10
         db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")
-        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_sha256")
         db.execute("UPDATE veridic_release SET release = 'veridic 0.8 (schema 8)'")
         db.execute("PRAGMA user_version = 8")
     db.close()
@@ -272,7 +272,7 @@ def test_a_schema_8_postgres_database_is_read_as_it_is_then_migrated_keeping_eve
     with psycopg.connect(postgres_dsn, autocommit=True) as db:
         db.execute("ALTER TABLE veridic_model_calls DROP COLUMN options_sha256")
         db.execute("ALTER TABLE veridic_model_replies DROP COLUMN unlinked_sha256")  # added in 10
-        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_token")  # added in 10
+        db.execute("ALTER TABLE veridic_paused_runs DROP COLUMN claim_sha256")  # added in 10
         db.execute("UPDATE veridic_schema SET version = 8")
         db.execute("COMMENT ON TABLE veridic_schema IS 'veridic 0.8 (schema 8)'")
     before = _postgres_rows(postgres_dsn)

@@ -7,29 +7,28 @@ the same rows from either. Postgres has no ``user_version``: the version
 lives in ``veridic_schema``, one row.
 
 Versions 1 to 4 never existed on Postgres (the store arrived with 5), so the first step
-creates version 5 whole, and each later version adds a step: 6 adds each tool call's
-record the provider's id of the call (``call_id``; earlier rows ``""``), as SQLite's 6
-does; 7 adds an index on ``time`` to every table a review reads by time range (the
-records had one since 5; the model calls, answers and vouches had none), as SQLite's 7
-does, and indexes the keys rows are looked up by (request ids, a chat's key, a scope, a
-policy) by their hash, so a key of any length is kept (a B-tree entry holds 2704 bytes
-at most); 8 adds the parts of each answer's usage beside its totals (cache reads, cache
-writes, reasoning; NULL where unknown, as for every answer recorded before), as SQLite's
-8 does; 9 adds each model call's digest of the request's options (``options_sha256``;
-earlier calls ``""``, not recorded), as SQLite's 9 does; 10 adds each paused run the
-token of the claim that took it (``claim_token``; runs claimed before have none) and
-keys each answer that names no call by the digest of its columns (``unlinked_sha256``,
-unique: two hosts writing one such answer at once keep it once; the answers kept before
-are keyed by the migration, a repeat of an earlier one excepted, and no row is dropped),
-as SQLite's 10 does. Building an index holds up that
-table's writers while it runs (a plain build, since ``CONCURRENTLY`` cannot run inside
-the migration's transaction): on tables of millions of rows, migrate while the hosts are
-quiet. Opening a store migrates in one transaction, under an advisory lock: concurrent
-openers on many hosts wait for the first and then find nothing to do, and Postgres rolls
-a failed migration back whole (its DDL is transactional); its locks are waited for
-:data:`LOCK_TIMEOUT` at most. A database of a later version is refused, never written,
-with the release that wrote it (each migration leaves ``veridic X (schema N)`` as the
-comment of ``veridic_schema``).
+creates version 5 whole, and each later version adds a step: 6 adds each tool call's record
+the provider's id of the call (``call_id``; earlier rows ``""``), as SQLite's 6 does; 7
+adds an index on ``time`` to every table a review reads by time range (the records had one
+since 5; the model calls, answers and vouches had none), as SQLite's 7 does, and indexes
+the keys rows are looked up by (request ids, a chat's key, a scope, a policy) by their
+hash, so a key of any length is kept (a B-tree entry holds 2704 bytes at most); 8 adds the
+parts of each answer's usage beside its totals (cache reads, cache writes, reasoning; NULL
+where unknown, as for every answer recorded before), as SQLite's 8 does; 9 adds each model
+call's digest of the request's options (``options_sha256``; earlier calls ``""``, not
+recorded), as SQLite's 9 does; 10 adds each paused run the digest of the token of the claim
+that took it (``claim_sha256``; runs claimed before have none) and keys each answer that
+names no call by the digest of its columns (``unlinked_sha256``, unique: two hosts writing
+one such answer at once keep it once; the answers kept before are keyed by the migration, a
+repeat of an earlier one excepted, and no row is dropped), as SQLite's 10 does. Building an
+index holds up that table's writers while it runs (a plain build, since ``CONCURRENTLY``
+cannot run inside the migration's transaction): on tables of millions of rows, migrate
+while the hosts are quiet. Opening a store migrates in one transaction, under an advisory
+lock: concurrent openers on many hosts wait for the first and then find nothing to do, and
+Postgres rolls a failed migration back whole (its DDL is transactional); its locks are
+waited for :data:`LOCK_TIMEOUT` at most. A database of a later version is refused, never
+written, with the release that wrote it (each migration leaves ``veridic X (schema N)`` as
+the comment of ``veridic_schema``).
 """
 
 from __future__ import annotations
@@ -230,7 +229,7 @@ def _to_10(db: psycopg.Connection[Any]) -> None:
     rounded (``extra_float_digits``, see ``PostgresAuditSink._check_kept``), and an answer
     keyed from a rounded time would not be found by its own insert.
     """
-    db.execute("ALTER TABLE veridic_paused_runs ADD COLUMN claim_token TEXT")
+    db.execute("ALTER TABLE veridic_paused_runs ADD COLUMN claim_sha256 TEXT")
     db.execute("ALTER TABLE veridic_model_replies ADD COLUMN unlinked_sha256 TEXT")
     with db.cursor(binary=True) as read:
         unlinked = read.execute(

@@ -319,7 +319,8 @@ class SQLStore:
         An application that trusts it dates the run itself,
         ``dataclasses.replace(paused, paused_at=...)``, in the process that resumes it.
 
-        A claim leaves a token in the rows it takes, and a claim that brings the same token
+        A claim leaves the SHA-256 of a token in the rows it takes (never the token: whoever
+        reads the database cannot bring it again), and a claim that brings the same token
         again gets the same run back (taking nothing saved since); any other claim gets
         ``None``. So a claim whose answer was lost is safe to send again: the store does so
         itself after a dropped connection (with a token of its own, made for the call),
@@ -328,7 +329,9 @@ class SQLStore:
         ``token``: new for each attempt to claim (``secrets.token_hex(16)``, or the
         idempotency key the client sends again with its retry), and brought again only by
         that attempt's retry. Two claims that bring one token both get the run: never
-        derive it from the request id or the run. A resume of a run it already resumed
+        derive it from the request id or the run, and never take it from the page that
+        asked the user (a hidden field of the form), which a double click posts twice.
+        A resume of a run it already resumed
         is refused for the calls that ran (see :meth:`ModelGateway.resume
         <veridic.ModelGateway.resume>`).
 
@@ -465,5 +468,6 @@ class AsyncSQLStore:
         self, request_id: str, /, *, token: str | None = None
     ) -> PausedRun | None:
         """As :meth:`SQLStore.claim_paused`. A task cancelled while the claim runs may
-        leave it committed and its answer unread: claim again with the same ``token``."""
+        leave it committed and its answer unread: claim again with the same ``token``
+        (one made without ``token`` cannot be brought again: its run may be nobody's)."""
         return await self._arun(_statements.claim_paused(repr(self), request_id, token))

@@ -52,8 +52,9 @@ it holds without a table of its own. Versions:
    them), so a review can tell which schema the model was given; the calls
    recorded before get ``""``, "not recorded". A writer of 8 still running
    keeps writing to the migrated file, its calls' digest ``""``.
-10. A claim of a paused run leaves its token in the rows it takes
-    (``veridic_paused_runs.claim_token``), so a claim sent again with its token
+10. A claim of a paused run leaves the SHA-256 of its token in the rows it takes
+    (``veridic_paused_runs.claim_sha256``; never the token, which would claim the run
+    again for whoever read it), so a claim sent again with its token
     (its answer lost) gets the same run back, and no other claim does; runs claimed
     before have none (NULL), and stay claimed. An answer that names no call is keyed
     by the digest of its columns (``veridic_model_replies.unlinked_sha256``, unique),
@@ -309,7 +310,7 @@ def _shape(db: sqlite3.Connection) -> int:
         return 0
     if _has_table(db, "veridic_release"):
         paused = {row[1] for row in db.execute("PRAGMA table_info(veridic_paused_runs)")}
-        if "claim_token" in paused:
+        if "claim_sha256" in paused:
             return 10
         calls = {row[1] for row in db.execute("PRAGMA table_info(veridic_model_calls)")}
         if "options_sha256" in calls:
@@ -463,7 +464,7 @@ insert whose values :func:`~veridic.run._store.unlinked_sha256` keys."""
 
 def _to_10(db: sqlite3.Connection) -> None:
     """Claim tokens of paused runs; the key of each answer that names no call."""
-    db.execute("ALTER TABLE veridic_paused_runs ADD COLUMN claim_token TEXT")
+    db.execute("ALTER TABLE veridic_paused_runs ADD COLUMN claim_sha256 TEXT")
     db.execute("ALTER TABLE veridic_model_replies ADD COLUMN unlinked_sha256 TEXT")
     unlinked = db.execute(
         f"SELECT id, {_ANSWER_10} FROM veridic_model_replies WHERE call_id IS NULL ORDER BY id"

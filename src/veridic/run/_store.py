@@ -599,7 +599,7 @@ def save_paused(where: str, paused: object) -> Statement[None]:
 
 def claim_paused(where: str, request_id: str, token: str | None) -> Statement[PausedRun | None]:
     check_key(request_id, "claim_paused()")
-    claim = secrets.token_hex(16) if token is None else _claim_token(token)
+    claim = _claim_sha256(secrets.token_hex(16) if token is None else _claim_token(token))
     # The document is handed out as saved: the row's time never dates a run saved undated
     # (format 5): it is the saving host's clock, not the gateway's, later than the pause, and
     # no digest covers it (SQLStore.claim_paused says so to the caller).
@@ -607,30 +607,46 @@ def claim_paused(where: str, request_id: str, token: str | None) -> Statement[Pa
     # a run saved twice (save_paused sent again, an application that saved it on two hosts)
     # was handed out once per save, its second claim taking the earlier save, so a double
     # click resumed it twice. One statement: no second claim sees any row unclaimed.
-    # The claim leaves its token in the rows it took. Sent again (a lost answer), it finds
-    # them by the token and hands out the same run, taking nothing more: a save made since
-    # waits for a claim of its own. Once any row holds the token, no unclaimed row is taken.
+    # The claim leaves its token's digest in the rows it took. Sent again (a lost answer), it
+    # finds them by the digest and hands out the same run, taking nothing more: a save made
+    # since waits for a claim of its own. Once any row holds the digest, no unclaimed row is
+    # taken.
     # Was: sent again, it found the run taken and gave it to nobody, so it was never sent
     # again, and a claim whose answer a dropped connection lost lost the run with it.
     return Statement(
-        "UPDATE veridic_paused_runs SET claimed = COALESCE(claimed, ?), claim_token = ? "
-        "WHERE request_id = ? AND (claim_token = ? OR claimed IS NULL AND NOT EXISTS "
-        "(SELECT 1 FROM veridic_paused_runs WHERE request_id = ? AND claim_token = ?)) "
+        "UPDATE veridic_paused_runs SET claimed = COALESCE(claimed, ?), claim_sha256 = ? "
+        "WHERE request_id = ? AND (claim_sha256 = ? OR claimed IS NULL AND NOT EXISTS "
+        "(SELECT 1 FROM veridic_paused_runs WHERE request_id = ? AND claim_sha256 = ?)) "
         "RETURNING id, document",
         (_time.time(), claim, request_id, claim, request_id, claim),
         lambda rows: None if not rows else _claimed(where, request_id, max(rows)[1]),
     )
 
 
+def _claim_sha256(token: str) -> str:
+    """What a claim keeps of its token: the SHA-256 of it, never the token.
+
+    A token brought again is the claim itself: kept as given, whoever reads the database
+    (a reviewer's read-only role, a backup, ``veridic audit``) could bring a client's
+    idempotency key again and be handed the run a second time. The digest finds the rows
+    of a retry as well, and gives nobody the token.
+    """
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
 def _claim_token(token: object) -> str:
-    """A caller's claim token, refused unless every store keeps it as it is.
+    """A caller's claim token, as plain text, refused as :func:`check_key` refuses a key.
+
+    Checked as the built-in ``str`` it holds: a subclass that says it equals anything
+    passed the check with a lone surrogate, and the claim failed on encoding it.
 
     Raises:
         AuditRecordError: ``token`` is not a non-empty string without NUL or lone
             surrogates (as :func:`check_key` refuses a key).
     """
-    if isinstance(token, str) and token.strip() and _storable(token) == token:
-        return token
+    plain = str.__str__(token) if isinstance(token, str) else None
+    if plain is not None and plain.strip() and _storable(plain) == plain:
+        return plain
     raise AuditRecordError(
         f"claim_paused() got the token {quoted(token, 80)}: pass a non-empty string without "
         "NUL or lone surrogates, new for each attempt to claim and brought again only by "

@@ -644,8 +644,10 @@ def _noted(error: psycopg.OperationalError, store: object) -> Exception:
         f"{store!r} could not reach the server ({type(error).__name__}): the statement may "
         "or may not have been committed; sending it again is safe (a record's id makes a "
         "second copy impossible, and a claim of a paused run brought again with its token "
-        "hands out the run it took): write the record again, or claim again with the same "
-        "token, once the server is back"
+        "hands out the run it took): write the record again, or claim again with the token= "
+        "you passed, once the server is back (a claim made without token= cannot be sent "
+        "again: its token was the store's own, and it may have taken the run for nobody; "
+        "pending_runs() no longer lists such a run: pass token= to claims you may send again)"
     )
     return error
 
