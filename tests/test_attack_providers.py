@@ -490,7 +490,7 @@ def test_a_responses_refusal_alone_is_read_as_before() -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "count"), [("input_tokens", -5), ("output_tokens", 2.5), ("input_tokens", True)]
+    ("key", "count"), [("input_tokens", -5), ("output_tokens", 2.5), ("cache_read_input_tokens", -1)]
 )
 def test_a_count_of_message_start_that_is_no_count_is_refused(key: str, count: object) -> None:
     """A count that is no count in ``message_start`` was replaced by ``message_delta``'s

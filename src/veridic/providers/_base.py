@@ -334,7 +334,8 @@ _COUNT_MAX: Final = 2**63 - 1
 
 
 def _count(key: str, value: object, where: str) -> int:
-    """A token count as the provider gave it, refused unless it is one.
+    """A token count as the provider gave it, refused unless it is one (a stream's event
+    counts too: a count that is no count in one event is refused, not overwritten by the next).
 
     Raises:
         VeridicError: naming the key and the value.

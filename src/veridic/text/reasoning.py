@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from veridic import _json_object
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.text.wire import ReasoningBlock
@@ -123,7 +123,7 @@ class ReasoningItem:
         kind = block.get("type") if isinstance(block, dict) else None
         fields = kinds.get(kind) if isinstance(kind, str) else None
         if not isinstance(block, dict) or fields is None:
-            found = f"a block of type {kind!r}" if isinstance(block, dict) else "no JSON object"
+            found = f"a block of type {quoted(kind)}" if isinstance(block, dict) else "no JSON object"
             raise VeridicError(
                 f"{where} got {found} ({clip(self.json_text)}); {self.provider} reasoning "
                 f"blocks are of type {' or '.join(map(repr, kinds))}: pass a reasoning block "
