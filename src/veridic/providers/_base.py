@@ -1163,7 +1163,11 @@ def refuse_lost_calls(completion: Completion, called: frozenset[str], where: str
     ``called`` are the API's words for it (chat completions' ``tool_calls``, Anthropic's
     ``tool_use``). Read on, the answer was a final one: a run ended with its text as the
     output, and the calls the model made (dropped by a proxy, or put by a compatible
-    server where the adapter does not read them) vanished without a word.
+    server where the adapter does not read them) vanished without a word. A compatible
+    server may also mark so an answer in which it found no call: vLLM does, with
+    ``tool_choice="required"``, when its tool parser reads none in the model's text (the
+    call the model wrote is then text nobody runs). The message names both, so a reader
+    of either is sent to the right place.
 
     Raises:
         VeridicError: naming the stop reason.
@@ -1172,10 +1176,13 @@ def refuse_lost_calls(completion: Completion, called: frozenset[str], where: str
         return
     raise VeridicError(
         f"{where}: the answer stopped to call tools (stop reason "
-        f"{clip(completion.stop_reason)}) but holds no tool call: the calls the model made "
-        "were lost on the way, and read on, the answer would end the run as a final one; "
-        "nothing of it was run: send the request again, and check what sits between you "
-        "and the API"
+        f"{clip(completion.stop_reason)}) but holds no tool call: the calls were lost on their "
+        "way (a proxy that drops them, a compatible server that puts them where the adapter "
+        "does not read them), or the server found none in the model's text (vLLM says so "
+        'with tool_choice="required" when its tool parser reads no call); read on, the '
+        "answer would end the run as a final one, so nothing of it was run: send the request "
+        "again, and if it recurs, check what sits between you and the API and the server's "
+        "tool parser"
     )
 
 
