@@ -442,6 +442,7 @@ def test_a_reasoning_block_the_adapter_cannot_keep_is_refused_as_the_servers_ans
         _sent(api, body)
     message = str(raised.value)
     assert "nothing of it was run" in message
+    assert "exactly as the provider returned it" not in message
     assert message.rstrip().endswith(
         "check what sits between you and the API (a proxy, or a compatible server whose "
         "reasoning blocks are not the API's own)"

@@ -194,6 +194,10 @@ def test_reasoning_item_quotes_a_block_type_it_refuses_clipped(kind: str) -> Non
     with pytest.raises(VeridicError, match="is not a reasoning block|reasoning blocks are") as raised:
         ReasoningItem("openai", json.dumps({"type": kind}))
     assert len(str(raised.value)) < 1000
+    part = {"type": "reasoning", "id": "rs_1", "summary": [{"type": kind, "text": "x"}]}
+    with pytest.raises(VeridicError, match="summary") as raised:
+        ReasoningItem("openai", json.dumps(part))
+    assert len(str(raised.value)) < 1000
 
 
 # --- on the assistant turn --------------------------------------------------------------------

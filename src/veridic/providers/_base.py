@@ -1206,8 +1206,8 @@ def reasoning_item(provider: ReasoningProvider, block: object, where: str) -> Re
     """A reasoning block of a response as a :class:`~veridic.ReasoningItem`, every key kept.
 
     The refusal of :class:`~veridic.ReasoningItem` told its caller to pass the block as
-    the provider returned it, which the adapter had: it is framed here as the answer's,
-    naming the adapter and that nothing of the answer ran.
+    the provider returned it, which the adapter had: its fault is framed here as the
+    answer's, without that advice, naming the adapter and that nothing of the answer ran.
 
     Raises:
         VeridicError: the block cannot be read (:func:`plain_block`), or is
@@ -1217,9 +1217,11 @@ def reasoning_item(provider: ReasoningProvider, block: object, where: str) -> Re
     try:
         return ReasoningItem.of(provider, plain)
     except VeridicError as error:
+        # The fault without ReasoningItem's advice to pass the block as returned: it was.
+        fault = getattr(error, "fault", str(error))
         raise VeridicError(
             f"{where}: the answer holds a reasoning block that cannot be kept to send back "
-            f"({error}); nothing of it was run: check what sits between you and the API (a "
+            f"({fault}); nothing of it was run: check what sits between you and the API (a "
             "proxy, or a compatible server whose reasoning blocks are not the API's own)"
         ) from error
 
