@@ -491,7 +491,8 @@ def test_a_responses_refusal_alone_is_read_as_before() -> None:
 
 
 @pytest.mark.parametrize(
-    ("key", "count"), [("input_tokens", -5), ("output_tokens", 2.5), ("cache_read_input_tokens", -1)]
+    ("key", "count"),
+    [("input_tokens", -5), ("output_tokens", 2.5), ("cache_read_input_tokens", -1)],
 )
 def test_a_count_of_message_start_that_is_no_count_is_refused(key: str, count: object) -> None:
     """A count that is no count in ``message_start`` was replaced by ``message_delta``'s
@@ -522,4 +523,3 @@ def test_a_stop_for_tool_calls_without_one_says_what_else_it_may_be() -> None:
     message = str(raised.value)
     assert "tool parser" in message
     assert 'tool_choice="required"' in message
-

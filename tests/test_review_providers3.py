@@ -23,7 +23,6 @@ from test_providers import (
     VIEW,
     first_prompt,
     gateway,
-    responses_stream,
 )
 
 from veridic import (

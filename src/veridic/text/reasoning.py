@@ -123,7 +123,9 @@ class ReasoningItem:
         kind = block.get("type") if isinstance(block, dict) else None
         fields = kinds.get(kind) if isinstance(kind, str) else None
         if not isinstance(block, dict) or fields is None:
-            found = f"a block of type {quoted(kind)}" if isinstance(block, dict) else "no JSON object"
+            found = "no JSON object"
+            if isinstance(block, dict):
+                found = f"a block of type {quoted(kind)}"
             raise VeridicError(
                 f"{where} got {found} ({clip(self.json_text)}); {self.provider} reasoning "
                 f"blocks are of type {' or '.join(map(repr, kinds))}: pass a reasoning block "
