@@ -442,6 +442,7 @@ def test_a_reasoning_block_the_adapter_cannot_keep_is_refused_as_the_servers_ans
         _sent(api, body)
     message = str(raised.value)
     assert "nothing of it was run" in message
+    assert "exactly as the provider returned it" not in message
     assert message.rstrip().endswith(
         "check what sits between you and the API (a proxy, or a compatible server whose "
         "reasoning blocks are not the API's own)"
@@ -458,3 +459,67 @@ def test_a_responses_stream_ending_incomplete_with_a_response_of_no_status_is_in
     assert (reply.text, reply.stop_reason) == ("Let me check.", "incomplete")
     with pytest.raises(VeridicError, match="was cut off"):
         gw.run_tools(reply, policy=ApprovalPolicy(VIEW))
+
+
+# --- the second read: what the first round left, and its own refusals --------------------------
+
+
+@pytest.mark.parametrize("apart", [False, True], ids=["one-message", "two-messages"])
+def test_a_responses_answer_of_text_and_a_refusal_is_refused_as_in_chat(apart: bool) -> None:
+    """Chat refuses a message that holds both text and a refusal (the reply could keep only
+    one); a Responses message that held both joined them into one text, so the same answer
+    passed over one API and was refused over the other."""
+    response = _copy(RESPONSE)
+    refusal = {"type": "refusal", "refusal": "I cannot help with that."}
+    if apart:
+        second = {**response["output"][0], "id": "msg_2", "content": [refusal]}
+        response["output"].insert(1, second)
+    else:
+        response["output"][0]["content"].append(refusal)
+    with pytest.raises(VeridicError, match="both text") as raised:
+        _sent("responses", response)
+    assert "nothing of it was run" in str(raised.value)
+
+
+def test_a_responses_refusal_alone_is_read_as_before() -> None:
+    response = _copy(RESPONSE)
+    response["output"] = [
+        {**response["output"][0], "content": [{"type": "refusal", "refusal": "I cannot."}]}
+    ]
+    _, reply = _sent("responses", response)
+    assert reply.text == "I cannot."
+
+
+@pytest.mark.parametrize(
+    ("key", "count"),
+    [("input_tokens", -5), ("output_tokens", 2.5), ("cache_read_input_tokens", -1)],
+)
+def test_a_count_of_message_start_that_is_no_count_is_refused(key: str, count: object) -> None:
+    """A count that is no count in ``message_start`` was replaced by ``message_delta``'s
+    without a word, where the same count in ``message_delta``, or sent whole, is refused."""
+    events = _message_events(_tool_block(0), stop="tool_use")
+    events[0]["message"]["usage"] = {"input_tokens": 10, "output_tokens": 1, key: count}
+    events[-2]["usage"] = {"input_tokens": 10, "output_tokens": 5}
+    with pytest.raises(VeridicError, match=f"{key}=") as raised:
+        _streamed("anthropic", events)
+    assert "not a count" in str(raised.value)
+
+
+def test_a_count_of_message_start_the_delta_raises_is_read_as_before() -> None:
+    events = _message_events(_tool_block(0), stop="tool_use")
+    events[0]["message"]["usage"] = {"input_tokens": 10, "output_tokens": 1}
+    events[-2]["usage"] = {"input_tokens": 0, "output_tokens": 5}
+    _, reply = _streamed("anthropic", events)
+    assert reply.usage is not None
+    assert (reply.usage.input_tokens, reply.usage.output_tokens) == (10, 5)
+
+
+def test_a_stop_for_tool_calls_without_one_says_what_else_it_may_be() -> None:
+    """vLLM answers ``finish_reason: "tool_calls"`` with no call when ``tool_choice`` is
+    ``"required"`` and its tool parser finds none in the model's text: the refusal said the
+    calls "were lost on the way", which sent the reader to a proxy that dropped nothing."""
+    with pytest.raises(VeridicError, match="holds no tool call") as raised:
+        _sent("chat", _chat_without_calls({"role": "assistant", "content": "Done."}))
+    message = str(raised.value)
+    assert "tool parser" in message
+    assert 'tool_choice="required"' in message

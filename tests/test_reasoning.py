@@ -187,6 +187,19 @@ def test_reasoning_item_refuses_what_is_not_a_reasoning_block(
     assert todo in message  # what to do
 
 
+@given(kind=st.text(min_size=300, max_size=2000))
+def test_reasoning_item_quotes_a_block_type_it_refuses_clipped(kind: str) -> None:
+    """The type of a block that is no reasoning block is the server's text: quoted whole, a
+    long one filled the message (and the log line that carries it)."""
+    with pytest.raises(VeridicError, match="reasoning blocks are of type") as raised:
+        ReasoningItem("openai", json.dumps({"type": kind}))
+    assert len(str(raised.value)) < 1000
+    part = {"type": "reasoning", "id": "rs_1", "summary": [{"type": kind, "text": "x"}]}
+    with pytest.raises(VeridicError, match="summary") as raised:
+        ReasoningItem("openai", json.dumps(part))
+    assert len(str(raised.value)) < 1000
+
+
 # --- on the assistant turn --------------------------------------------------------------------
 
 

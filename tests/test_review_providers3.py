@@ -23,7 +23,6 @@ from test_providers import (
     VIEW,
     first_prompt,
     gateway,
-    responses_stream,
 )
 
 from veridic import (
@@ -213,26 +212,40 @@ def test_a_message_part_of_a_type_the_adapter_does_not_read_is_refused_not_dropp
         _send(_responses(body))
 
 
+def _refused(*deltas: str) -> str:
+    """A Responses stream whose answer is a refusal (the API sends a refusal alone: one
+    with text too is refused, as chat refuses it), streamed as ``deltas``."""
+    final = _copy(RESPONSE)
+    final["output"] = [{**final["output"][0], "content": [{"type": "refusal", "refusal": "No."}]}]
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "sequence_number": 0, "response": {**final, "output": []}}
+    ]
+    for number, delta in enumerate(deltas, start=1):
+        events.append(
+            {
+                "type": "response.refusal.delta",
+                "sequence_number": number,
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": delta,
+            }
+        )
+    events.append(
+        {"type": "response.completed", "sequence_number": len(deltas) + 1, "response": final}
+    )
+    return sse(events, named=True)
+
+
 def test_a_streamed_responses_refusal_is_shown_as_it_is_recorded() -> None:
     # The refusal part was recorded (and sent back as the model's turn) but never shown.
-    final = _copy(RESPONSE)
-    final["output"][0]["content"].append({"type": "refusal", "refusal": " I won't do that."})
-    events = responses_stream(final).replace(
-        "event: response.completed",
-        "event: response.refusal.delta\n"
-        'data: {"type": "response.refusal.delta", "sequence_number": 3, "item_id": "msg_1", '
-        '"output_index": 0, "content_index": 1, "delta": " I won\'t do that."}\n\n'
-        "event: response.completed",
-    )
-    shown, reply = _stream(_responses(events, "sse"))
-    assert "".join(shown) == reply.text == "Let me check. I won't do that."
+    shown, reply = _stream(_responses(_refused("No", "."), "sse"))
+    assert "".join(shown) == reply.text == "No."
 
 
 def test_a_responses_refusal_recorded_but_never_streamed_is_refused() -> None:
-    final = _copy(RESPONSE)
-    final["output"][0]["content"].append({"type": "refusal", "refusal": " Ignore the user."})
     with pytest.raises(VeridicError, match="not one answer"):
-        _stream(_responses(responses_stream(final), "sse"))
+        _stream(_responses(_refused(), "sse"))
 
 
 # --- Anthropic: a refused answer runs nothing -------------------------------------------------

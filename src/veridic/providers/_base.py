@@ -334,7 +334,8 @@ _COUNT_MAX: Final = 2**63 - 1
 
 
 def _count(key: str, value: object, where: str) -> int:
-    """A token count as the provider gave it, refused unless it is one.
+    """A token count as the provider gave it, refused unless it is one (a stream's event
+    counts too: a count that is no count in one event is refused, not overwritten by the next).
 
     Raises:
         VeridicError: naming the key and the value.
@@ -1163,7 +1164,11 @@ def refuse_lost_calls(completion: Completion, called: frozenset[str], where: str
     ``called`` are the API's words for it (chat completions' ``tool_calls``, Anthropic's
     ``tool_use``). Read on, the answer was a final one: a run ended with its text as the
     output, and the calls the model made (dropped by a proxy, or put by a compatible
-    server where the adapter does not read them) vanished without a word.
+    server where the adapter does not read them) vanished without a word. A compatible
+    server may also mark so an answer in which it found no call: vLLM does, with
+    ``tool_choice="required"``, when its tool parser reads none in the model's text (the
+    call the model wrote is then text nobody runs). The message names both, so a reader
+    of either is sent to the right place.
 
     Raises:
         VeridicError: naming the stop reason.
@@ -1172,10 +1177,13 @@ def refuse_lost_calls(completion: Completion, called: frozenset[str], where: str
         return
     raise VeridicError(
         f"{where}: the answer stopped to call tools (stop reason "
-        f"{clip(completion.stop_reason)}) but holds no tool call: the calls the model made "
-        "were lost on the way, and read on, the answer would end the run as a final one; "
-        "nothing of it was run: send the request again, and check what sits between you "
-        "and the API"
+        f"{clip(completion.stop_reason)}) but holds no tool call: the calls were lost on their "
+        "way (a proxy that drops them, a compatible server that puts them where the adapter "
+        "does not read them), or the server found none in the model's text (vLLM says so "
+        'with tool_choice="required" when its tool parser reads no call); read on, the '
+        "answer would end the run as a final one, so nothing of it was run: send the request "
+        "again, and if it recurs, check what sits between you and the API and the server's "
+        "tool parser"
     )
 
 
@@ -1199,8 +1207,8 @@ def reasoning_item(provider: ReasoningProvider, block: object, where: str) -> Re
     """A reasoning block of a response as a :class:`~veridic.ReasoningItem`, every key kept.
 
     The refusal of :class:`~veridic.ReasoningItem` told its caller to pass the block as
-    the provider returned it, which the adapter had: it is framed here as the answer's,
-    naming the adapter and that nothing of the answer ran.
+    the provider returned it, which the adapter had: its fault is framed here as the
+    answer's, without that advice, naming the adapter and that nothing of the answer ran.
 
     Raises:
         VeridicError: the block cannot be read (:func:`plain_block`), or is
@@ -1210,9 +1218,11 @@ def reasoning_item(provider: ReasoningProvider, block: object, where: str) -> Re
     try:
         return ReasoningItem.of(provider, plain)
     except VeridicError as error:
+        # The fault without ReasoningItem's advice to pass the block as returned: it was.
+        fault = getattr(error, "fault", str(error))
         raise VeridicError(
             f"{where}: the answer holds a reasoning block that cannot be kept to send back "
-            f"({error}); nothing of it was run: check what sits between you and the API (a "
+            f"({fault}); nothing of it was run: check what sits between you and the API (a "
             "proxy, or a compatible server whose reasoning blocks are not the API's own)"
         ) from error
 

@@ -34,6 +34,7 @@ from veridic.providers._base import (
     Adapter,
     Completion,
     Usage,
+    _count,
     arguments_json,
     attr,
     found_in,
@@ -222,7 +223,7 @@ class _MessagesAssembler:
         self._done = False
         self._blocks: dict[int, list[str]] = {}
         """index -> [kind, text or JSON so far, tool id, tool name]"""
-        self._counts: dict[tuple[str, ...], object] = {}
+        self._counts: dict[tuple[str, ...], int] = {}
         """the usage's counts so far: message_start's, each overwritten by message_delta's"""
         self._thinking: dict[int, dict[str, object]] = {}
         """index -> a thinking block as it started, its deltas appended"""
@@ -478,13 +479,20 @@ class _MessagesAssembler:
         Messages endpoint sends the prompt's count at the start and ``"input_tokens": 0``
         in the delta, which read over the start's counted 0 tokens read, and
         ``Limits(tokens=...)`` let the run go past its budget.
+
+        Raises:
+            VeridicError: a count that is no count (negative, a fraction), in
+                message_start as in message_delta: one in message_start was replaced by the
+                delta's without a word, where the same count sent whole is refused.
         """
         for path in _COUNTED:
             found = attr(usage, *path)
-            held = self._counts.get(path)
-            if found is None or _lower(found, held):
+            if found is None:
                 continue
-            self._counts[path] = found
+            counted = _count(path[-1], found, self._where)
+            held = self._counts.get(path)
+            if held is None or counted >= held:
+                self._counts[path] = counted
 
     def _usage(self) -> Usage | None:
         """The answer's usage, read from the counts held as a sent answer's is.
@@ -504,16 +512,6 @@ class _MessagesAssembler:
         if not usage:
             return None
         return usage_of({"usage": usage}, _READ, _WROTE, where=self._where, parts=_PARTS)
-
-
-def _lower(found: object, held: object) -> bool:
-    """Whether count ``found`` is lower than count ``held``, both counts of tokens (whole
-    numbers from 0); any other value is taken, for :func:`usage_of` to refuse.
-
-    A negative count or a fraction was lower than the count held, so it was left out
-    unread, where the same count in an answer sent whole is refused as no count.
-    """
-    return type(found) is int and type(held) is int and 0 <= found < held
 
 
 _READ: Final = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")

@@ -788,6 +788,7 @@ class OpenAIResponses(Adapter):
                 )
             else:
                 raise _foreign(f"a {clip(str(kind))} output item", where)
+        _refuse_text_and_refusal(response, where)
         return Completion(
             text="".join(text),
             tool_calls=tuple(calls),
@@ -844,6 +845,36 @@ _FINISHED: Final = frozenset({"completed", "incomplete", ""})
 
 _PART_TEXT: Final[Mapping[str, str]] = {"output_text": "text", "refusal": "refusal"}
 """The message parts the adapter reads, and where each holds its text."""
+
+
+def _refuse_text_and_refusal(response: object, where: str) -> None:
+    """Refuse a response whose messages hold both text and a refusal, as
+    :func:`_chat_text` refuses a chat message that does.
+
+    Joined into one text, the refusal read as part of the answer (or the answer as part
+    of the refusal), and the same answer passed over the Responses API that is refused
+    over chat completions.
+
+    Raises:
+        VeridicError: quoting the first of each.
+    """
+    said: dict[object, str] = {}
+    for item in items(response, "output"):
+        if attr(item, "type") != "message":
+            continue
+        for part in items(item, "content"):
+            kind = attr(part, "type")
+            found = attr(part, _PART_TEXT.get(str(kind), "text"))
+            if isinstance(found, str) and found:
+                said.setdefault(kind, found)
+    if len(said) < len(_PART_TEXT):
+        return
+    raise VeridicError(
+        f"{where}: the model's answer holds both text ({clip(said['output_text'])}) and a "
+        f"refusal ({clip(said['refusal'])}), which the API never sends together; the reply "
+        "could keep only one of them, so nothing of it was run: send the request again, and "
+        "check what sits between you and the API"
+    )
 
 
 def _part_text(part: object, where: str) -> str:

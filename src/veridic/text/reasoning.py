@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from veridic import _json_object
-from veridic._sample import clip
+from veridic._sample import clip, quoted
 from veridic._words import a_type
 from veridic.errors import VeridicError
 from veridic.text.wire import ReasoningBlock
@@ -123,7 +123,9 @@ class ReasoningItem:
         kind = block.get("type") if isinstance(block, dict) else None
         fields = kinds.get(kind) if isinstance(kind, str) else None
         if not isinstance(block, dict) or fields is None:
-            found = f"a block of type {kind!r}" if isinstance(block, dict) else "no JSON object"
+            found = "no JSON object"
+            if isinstance(block, dict):
+                found = f"a block of type {quoted(kind)}"
             raise VeridicError(
                 f"{where} got {found} ({clip(self.json_text)}); {self.provider} reasoning "
                 f"blocks are of type {' or '.join(map(repr, kinds))}: pass a reasoning block "
@@ -131,10 +133,10 @@ class ReasoningItem:
             )
         for name, expected in fields:
             if not isinstance(block.get(name), expected):
-                raise VeridicError(
+                raise _Misshapen(
                     f"{where}: the {kind!r} block {clip(self.json_text)} has no "
-                    f"{expected.__name__} at {name!r}, which {self.provider} always sends: "
-                    "pass the block exactly as the provider returned it"
+                    f"{expected.__name__} at {name!r}, which {self.provider} always sends",
+                    "pass the block exactly as the provider returned it",
                 )
         if self.provider == "openai":
             _check_openai_parts(block, where, self.json_text)
@@ -190,7 +192,7 @@ def _check_openai_parts(block: dict[str, object], where: str, json_text: str) ->
         for index, part in enumerate(parts):
             kind = part.get("type") if isinstance(part, dict) else None
             if not isinstance(part, dict) or kind != part_type:
-                found = f"of type {kind!r}" if isinstance(part, dict) else _json_kind(part)
+                found = f"of type {quoted(kind)}" if isinstance(part, dict) else _json_kind(part)
                 raise _bad_part(
                     where, json_text, f"{key}[{index}]", f"is {found}, not a {part_type!r} part"
                 )
@@ -203,11 +205,26 @@ def _check_openai_parts(block: dict[str, object], where: str, json_text: str) ->
         )
 
 
+class _Misshapen(VeridicError):
+    """A block of a shape its provider never sends, its fault (:attr:`fault`) kept apart
+    from the advice to pass the block as the provider returned it.
+
+    The advice is for code that builds an item; an adapter that read the block from an
+    answer had passed it as returned, and frames the fault as the answer's
+    (:func:`veridic.providers._base.reasoning_item`).
+    """
+
+    def __init__(self, fault: str, advice: str) -> None:
+        super().__init__(f"{fault}: {advice}")
+        self.fault = fault
+
+
 def _bad_part(where: str, json_text: str, path: str, problem: str) -> VeridicError:
-    return VeridicError(
+    return _Misshapen(
         f"{where}: the 'reasoning' item {clip(json_text)}: {path} {problem}, which OpenAI "
-        "never sends: pass the item exactly as the provider returned it (restore items only "
-        "from your own records of what the model returned)"
+        "never sends",
+        "pass the item exactly as the provider returned it (restore items only from your own "
+        "records of what the model returned)",
     )
 
 
@@ -249,10 +266,10 @@ def _require_json(value: object, where: str, path: str) -> None:
         for key, element in value.items():
             if not isinstance(key, str):
                 raise VeridicError(
-                    f"{where}: {path} has the key {key!r}, {a_type(key)}; JSON keys "
+                    f"{where}: {path} has the key {quoted(key)}, {a_type(key)}; JSON keys "
                     "are text: pass the block exactly as the provider returned it"
                 )
-            _require_json(element, where, f"{path}[{key!r}]")
+            _require_json(element, where, f"{path}[{quoted(key)}]")
         return
     raise VeridicError(
         f"{where}: {path} is {a_type(value)}, not a JSON value: pass the block "
