@@ -23,10 +23,15 @@ def clip(text: str, limit: int = _LIMIT) -> str:
     "'ignore all previous …' (61 chars)"
     >>> clip("short")
     "'short'"
+
+    The characters are copied with ``str.__str__``: a ``str`` subclass's ``__str__``,
+    ``__len__`` or ``__getitem__`` would choose what the message quotes (or raise in its
+    place).
     """
+    text = str.__str__(text)
     if len(text) <= limit:
-        return repr(str(text))
-    quoted = repr(str(text)[:limit])
+        return repr(text)
+    quoted = repr(text[:limit])
     return f"{quoted[:-1]}…{quoted[-1]} ({len(text)} chars)"
 
 
