@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import tomllib
+import unicodedata
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -70,7 +72,15 @@ _EXAMPLES: Final = {
 }
 _SHOWN: Final = 80
 _POLICY_RULE: Final = (
-    "must be a list of strings, each a policy name (printable, with no space around it)"
+    "must be a list of strings, each a policy name (printable, with no space around it, "
+    "no character drawn as nothing, accents composed)"
+)
+# Printable to Python and drawn as nothing: the members of Default_Ignorable_Code_Point
+# that isprintable() lets through and the blank glyphs (the fence's list of them,
+# veridic.text.fence, which this bottom module cannot import).
+_INVISIBLE_IN_NAME: Final = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
+    "\U000e0100-\U000e01ef\u2800\U00016fe4\U0001d159]"
 )
 
 
@@ -287,8 +297,20 @@ def _policy_problem(names: Collection[object]) -> str | None:
 
 def is_policy_name(name: object) -> bool:
     """Whether ``name`` may name a :class:`~veridic.TrustPolicy`: non-empty printable text
-    with no space around it, read the same by a reviewer and by ``==``."""
-    return type(name) is str and name != "" and name.isprintable() and name == name.strip()
+    with no space around it, read the same by a reviewer and by ``==``.
+
+    So no character a reader does not see (one Python calls printable too: a Hangul
+    filler, a variation selector) and no decomposed accent (``"cafe\u0301"`` reads as
+    ``"café"`` and is not equal to it): either names a door that reads as another.
+    """
+    return (
+        type(name) is str
+        and name != ""
+        and name.isprintable()
+        and name == name.strip()
+        and _INVISIBLE_IN_NAME.search(name) is None
+        and unicodedata.is_normalized("NFC", name)
+    )
 
 
 def find_pyproject(start: Path) -> Path | None:
