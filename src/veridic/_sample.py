@@ -60,6 +60,20 @@ def quoted(value: object, limit: int = _LIMIT) -> str:
     return cut_short(repr(value), limit)
 
 
+def escaped(value: object, limit: int = _LIMIT) -> str:
+    """Give ``value`` as :func:`quoted` does, but with every character outside ASCII
+    written as its code: for a name refused because a reader cannot read it as it is (a
+    Hangul filler or a variation selector, which ``repr`` writes as themselves, drawn as
+    nothing).
+
+    >>> escaped("admin\u3164"), escaped(7)
+    ("'admin\\\\u3164'", '7')
+    """
+    if isinstance(value, str):
+        return cut_short(ascii(str.__str__(value)), limit)
+    return quoted(value, limit)
+
+
 def first_few(names: Sequence[str], shown: int = 3) -> str:
     """Give the first ``shown`` of ``names``, each clipped, and a mark when there are more.
 

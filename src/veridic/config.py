@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Final, Literal, cast
 
 from veridic._counted import counted
+from veridic._sample import escaped
 from veridic.errors import VeridicError
 
 __all__ = [
@@ -290,7 +291,7 @@ def _policy_problem(names: Collection[object]) -> str | None:
     ordered = names if isinstance(names, list | tuple) else sorted(names, key=repr)
     for index, name in enumerate(ordered, start=1):
         if not is_policy_name(name):
-            what = "an empty name" if name == "" else _found(name)
+            what = "an empty name" if name == "" else _name_found(name)
             return f"; item {index} is {what}"
     return None
 
@@ -499,6 +500,12 @@ def _found(value: object) -> str:
     if len(shown) > _SHOWN:
         shown = shown[: _SHOWN - 1] + "…"
     return f"{shown} ({_toml_type(value)})"
+
+
+def _name_found(name: object) -> str:
+    """A refused policy name as :func:`_found` gives it, with a character outside ASCII
+    written as its code: ``repr`` writes a Hangul filler as itself, drawn as nothing."""
+    return f"{escaped(name, _SHOWN)} ({_toml_type(name)})" if isinstance(name, str) else _found(name)
 
 
 def _toml_type(value: object) -> str:
