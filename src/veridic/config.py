@@ -505,7 +505,9 @@ def _found(value: object) -> str:
 def _name_found(name: object) -> str:
     """A refused policy name as :func:`_found` gives it, with a character outside ASCII
     written as its code: ``repr`` writes a Hangul filler as itself, drawn as nothing."""
-    return f"{escaped(name, _SHOWN)} ({_toml_type(name)})" if isinstance(name, str) else _found(name)
+    if not isinstance(name, str):
+        return _found(name)
+    return f"{escaped(name, _SHOWN)} ({_toml_type(name)})"
 
 
 def _toml_type(value: object) -> str:
