@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -23,7 +24,7 @@ from veridic import (
     provenance,
     untrusted,
 )
-from veridic.config import Settings, settings
+from veridic.config import Settings, is_policy_name, settings
 
 
 @pytest.fixture(autouse=True)
@@ -212,3 +213,33 @@ def test_a_policy_named_like_a_listed_one_is_refused_naming_the_listed_one(name:
     configure(trust_policies=["admin-prompts", "legacy-prompts"])
     with pytest.raises(ProvenanceError, match=r"did you mean 'admin-prompts'\? .*exactly"):
         TrustPolicy(name)  # type: ignore[veridic-policy]  # the run-time check under test
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "admin\u3164",  # a Hangul filler: printable to Python, drawn as nothing
+        "admin\ufe0f",  # a variation selector
+        "ad\u034fmin",  # the combining grapheme joiner
+        "admin\u2800",  # the braille blank
+        "cafe\u0301",  # 'café' decomposed: the same to a reader as the composed one
+    ],
+)
+def test_a_policy_name_printable_to_python_but_not_to_a_reader_is_refused(name: str) -> None:
+    # isprintable() lets through characters drawn as nothing, and a decomposed accent:
+    # each made a door that reads as another, in code and in the pyproject list.
+    code = re.escape(ascii(name))  # repr writes a Hangul filler as itself: drawn as nothing
+    with pytest.raises(ProvenanceError, match=rf"TrustPolicy needs a non-empty name.*got {code}"):
+        TrustPolicy(name)  # type: ignore[veridic-policy]  # the run-time check under test
+    with pytest.raises(VeridicError, match=rf"item 1 is {code}"):
+        configure(trust_policies=[name])
+
+
+def test_every_character_the_fence_writes_as_invisible_is_refused_in_a_policy_name() -> None:
+    # config keeps its own copy of the fence's list (a bottom module cannot import it):
+    # the two must not drift apart.
+    from veridic.text.fence import _INVISIBLE_CHAR  # the list the copy follows
+
+    hidden = [chr(code) for code in range(0x110000) if _INVISIBLE_CHAR.match(chr(code))]
+    assert len(hidden) > 250
+    assert [char for char in hidden if is_policy_name(f"admin{char}")] == []

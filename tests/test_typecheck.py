@@ -484,7 +484,11 @@ def test_lists_that_differ_are_a_problem_since_the_run_time_reads_only_tool_veri
     ("section", "fragment"),
     [
         ("trust_polices = one\n", "has no key 'trust_polices'"),
-        ("trust_policies = ,\n", "must list non-empty policy names"),
+        ("trust_policies = ,\n", "must list policy names"),
+        # The run time's rule (veridic.config.is_policy_name): the plugin took any name
+        # that was not blank, so it passed a name the run time refuses.
+        ("trust_policies = admin\u3164, one\n", "item 1 is 'admin\\u3164'"),
+        ("trust_policies = one, ad\u200bmin\n", "item 2 is 'ad\\u200bmin'"),
     ],
 )
 def test_a_wrong_mypy_config_section_is_a_problem(

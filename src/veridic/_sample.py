@@ -23,10 +23,15 @@ def clip(text: str, limit: int = _LIMIT) -> str:
     "'ignore all previous …' (61 chars)"
     >>> clip("short")
     "'short'"
+
+    The characters are copied with ``str.__str__``: a ``str`` subclass's ``__str__``,
+    ``__len__`` or ``__getitem__`` would choose what the message quotes (or raise in its
+    place).
     """
+    text = str.__str__(text)
     if len(text) <= limit:
-        return repr(str(text))
-    quoted = repr(str(text)[:limit])
+        return repr(text)
+    quoted = repr(text[:limit])
     return f"{quoted[:-1]}…{quoted[-1]} ({len(text)} chars)"
 
 
@@ -53,6 +58,20 @@ def quoted(value: object, limit: int = _LIMIT) -> str:
     if isinstance(value, str):
         return clip(value, limit)
     return cut_short(repr(value), limit)
+
+
+def escaped(value: object, limit: int = _LIMIT) -> str:
+    """Give ``value`` as :func:`quoted` does, but with every character outside ASCII
+    written as its code: for a name refused because a reader cannot read it as it is (a
+    Hangul filler or a variation selector, which ``repr`` writes as themselves, drawn as
+    nothing).
+
+    >>> escaped("admin\u3164"), escaped(7)
+    ("'admin\\\\u3164'", '7')
+    """
+    if isinstance(value, str):
+        return cut_short(ascii(str.__str__(value)), limit)
+    return quoted(value, limit)
 
 
 def first_few(names: Sequence[str], shown: int = 3) -> str:

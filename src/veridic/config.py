@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import tomllib
+import unicodedata
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Final, Literal, cast
 
 from veridic._counted import counted
+from veridic._sample import escaped
 from veridic.errors import VeridicError
 
 __all__ = [
@@ -70,7 +73,15 @@ _EXAMPLES: Final = {
 }
 _SHOWN: Final = 80
 _POLICY_RULE: Final = (
-    "must be a list of strings, each a policy name (printable, with no space around it)"
+    "must be a list of strings, each a policy name (printable, with no space around it, "
+    "no character drawn as nothing, accents composed)"
+)
+# Printable to Python and drawn as nothing: the members of Default_Ignorable_Code_Point
+# that isprintable() lets through and the blank glyphs (the fence's list of them,
+# veridic.text.fence, which this bottom module cannot import).
+_INVISIBLE_IN_NAME: Final = re.compile(
+    "[\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u3164\ufe00-\ufe0f\uffa0"
+    "\U000e0100-\U000e01ef\u2800\U00016fe4\U0001d159]"
 )
 
 
@@ -280,15 +291,27 @@ def _policy_problem(names: Collection[object]) -> str | None:
     ordered = names if isinstance(names, list | tuple) else sorted(names, key=repr)
     for index, name in enumerate(ordered, start=1):
         if not is_policy_name(name):
-            what = "an empty name" if name == "" else _found(name)
+            what = "an empty name" if name == "" else _name_found(name)
             return f"; item {index} is {what}"
     return None
 
 
 def is_policy_name(name: object) -> bool:
     """Whether ``name`` may name a :class:`~veridic.TrustPolicy`: non-empty printable text
-    with no space around it, read the same by a reviewer and by ``==``."""
-    return type(name) is str and name != "" and name.isprintable() and name == name.strip()
+    with no space around it, read the same by a reviewer and by ``==``.
+
+    So no character a reader does not see (one Python calls printable too: a Hangul
+    filler, a variation selector) and no decomposed accent (``"cafe\u0301"`` reads as
+    ``"café"`` and is not equal to it): either names a door that reads as another.
+    """
+    return (
+        type(name) is str
+        and name != ""
+        and name.isprintable()
+        and name == name.strip()
+        and _INVISIBLE_IN_NAME.search(name) is None
+        and unicodedata.is_normalized("NFC", name)
+    )
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -477,6 +500,14 @@ def _found(value: object) -> str:
     if len(shown) > _SHOWN:
         shown = shown[: _SHOWN - 1] + "…"
     return f"{shown} ({_toml_type(value)})"
+
+
+def _name_found(name: object) -> str:
+    """A refused policy name as :func:`_found` gives it, with a character outside ASCII
+    written as its code: ``repr`` writes a Hangul filler as itself, drawn as nothing."""
+    if not isinstance(name, str):
+        return _found(name)
+    return f"{escaped(name, _SHOWN)} ({_toml_type(name)})"
 
 
 def _toml_type(value: object) -> str:

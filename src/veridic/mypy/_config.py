@@ -110,9 +110,29 @@ def _from_mypy_config(path: Path) -> PolicySettings | None:
             path, f"[{SECTION}] has no key {unknown[0]!r}: the one key is trust_policies"
         )
     names = next((values[key] for key in _KEYS if key in values), None)
-    if not isinstance(names, list) or not all(isinstance(n, str) and n.strip() for n in names):
-        return _problem(path, f"[{SECTION}] trust_policies must list non-empty policy names")
+    if not isinstance(names, list):
+        return _problem(path, f"[{SECTION}] trust_policies must list policy names")
+    unreadable = _unreadable(names)
+    if unreadable is not None:
+        return _problem(path, unreadable)
     return PolicySettings(frozenset(names), str(path))
+
+
+def _unreadable(names: list[object]) -> str | None:
+    """What is wrong with the section's names by the run time's rule
+    (:func:`veridic.config.is_policy_name`), or ``None``: a name the plugin passed and
+    the run time refused would be found only when the policy is made."""
+    from veridic._sample import escaped
+    from veridic.config import is_policy_name
+
+    for index, name in enumerate(names, start=1):
+        if not is_policy_name(name):
+            return (
+                f"[{SECTION}] trust_policies must list policy names a reviewer can read as "
+                "they are (printable, with no space around them, no character drawn as "
+                f"nothing, accents composed); item {index} is {escaped(name)}"
+            )
+    return None
 
 
 def _problem(path: Path, what: str) -> PolicySettings:

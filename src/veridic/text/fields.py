@@ -14,7 +14,11 @@ So is a JSON document branded untrusted (an MCP server's answer, a tool
 result) given to ``model_validate_json`` or ``TypeAdapter.validate_json``: its
 strings carry no brand once parsed, but the document did. A ``Json[...]``
 field parses its string inside pydantic, where the brand cannot be seen: give
-outside JSON to ``model_validate_json`` instead.
+outside JSON to ``model_validate_json`` instead. The same holds for the application's own
+parse (``json.loads()``, then ``model_validate()``) and for pydantic-core's
+validator called directly (``Model.__pydantic_validator__.validate_json()``):
+the document is found only at pydantic's public entry points, and strings
+parsed elsewhere carry no brand.
 
 The declaration is also the write side's contract: a tool that writes a model
 with instruction fields must be high risk (see the registry), and

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Final, LiteralString, Protocol, runtime_checkable
 
 from veridic._ids import ID, new_id
-from veridic._sample import class_named, clip, error_message, quoted
+from veridic._sample import class_named, clip, error_message, escaped, quoted
 from veridic._words import a_type
 from veridic.config import is_policy_name, settings
 from veridic.errors import AuditRecordError, ProvenanceError, VouchNotRecordedError
@@ -207,8 +207,9 @@ class TrustPolicy:
     def __init__(self, name: LiteralString, /) -> None:
         if not is_policy_name(name):
             raise ProvenanceError(
-                f"TrustPolicy needs a non-empty name a reviewer can read as it is (printable, "
-                f"no space around it), got {quoted(name)}: a name with an invisible character "
+                "TrustPolicy needs a non-empty name a reviewer can read as it is (printable, "
+                "no space around it, no character drawn as nothing, accents composed), got "
+                f"{escaped(name)}: a name with an invisible character "
                 "looks like another door in every list of them; name the door, "
                 'e.g. TrustPolicy("admin-authored-prompts")'
             )
