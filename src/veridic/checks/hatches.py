@@ -40,7 +40,7 @@ as an import alias is: mypy follows it, so ``Policy("x")`` is a trust policy
 and ``cast(Trusted, text)`` a cast to a brand. So is a relative import, and a
 name reached with a spelling fixed in the source (``getattr(veridic,
 "TrustPolicy")``, ``vars(veridic)["TrustPolicy"]``,
-``__import__("veridic").TrustPolicy``; see :func:`_qualified`). ``TrustPolicy``
+``__import__("veridic").TrustPolicy``; see ``_qualified``). ``TrustPolicy``
 handed on as a value, and ``getattr(veridic, name)`` of a name the source does
 not fix, are ``trust-policy`` findings: the policies made through them have no
 name the scan can read.
