@@ -144,11 +144,15 @@ def test_a_broken_link_among_the_files_is_still_a_finding_not_a_crash(
 
 
 def _veridic(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return _python(cwd, "-m", "veridic", *args)
+
+
+def _python(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     def _capped() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 
     return subprocess.run(
-        [sys.executable, "-m", "veridic", *args],
+        [sys.executable, *args],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -216,6 +220,28 @@ def test_a_committed_manifest_linked_to_a_device_is_a_usage_error_not_a_crash(
     assert "not a regular file" in done.stderr
     assert "veridic manifest app:registry -o agent-manifest.json" in done.stderr
     assert "-o /dev/zero" not in done.stderr  # no advice to write it over the device
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs a device that never ends")
+def test_sarif_of_a_drift_in_a_manifest_linked_to_a_device_is_placed_at_line_one(
+    tmp_path: Path,
+) -> None:
+    """SARIF reads the committed manifest again to place a drift at its line: a report
+    naming a manifest that is a link to ``/dev/zero`` was read until the memory ran out."""
+    (tmp_path / "agent-manifest.json").symlink_to("/dev/zero")
+    child = (
+        "import json\n"
+        "from veridic.checks.sarif import render_sarif\n"
+        "class Drift:\n"
+        "    severity, kind, message = 'error', 'drift', 'tool x: risk changed'\n"
+        "    file, line, subject, text = 'agent-manifest.json', None, 'x', None\n"
+        "    data = (('subject', 'tool x'), ('field', 'risk'))\n"
+        "log = json.loads(render_sarif([Drift()], command='check', root='.'))\n"
+        "print(log['runs'][0]['results'][0]['locations'][0]['physicalLocation']['region'])\n"
+    )
+    done = _python(tmp_path, "-c", child)
+    assert "Traceback" not in done.stderr
+    assert done.stdout.strip() == "{'startLine': 1}"
 
 
 def test_source_nested_deeper_than_the_parser_goes_is_a_finding_not_a_traceback(

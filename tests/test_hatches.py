@@ -292,6 +292,71 @@ def test_getattr_of_other_names_and_policy_type_uses_are_not_listed() -> None:
     assert scan_source(textwrap.dedent(source), "app.py") == ()
 
 
+_INSPECTED = {
+    "isinstance-tuple": "isinstance(p, (TrustPolicy, str))\n",
+    "issubclass-tuple": "issubclass(k, (TrustPolicy,))\n",
+    "membership": "k in (TrustPolicy, Registry)\n",
+    "getattr-of-it": "getattr(TrustPolicy, 'vouch')\n",
+    "hasattr-of-it": "hasattr(TrustPolicy, 'records')\n",
+    "patch-object": "from unittest import mock\nmock.patch.object(TrustPolicy, 'vouch')\n",
+    "monkeypatch": "def test(monkeypatch):\n    monkeypatch.setattr(TrustPolicy, 'vouch', f)\n",
+    "signature": "import inspect\ninspect.signature(TrustPolicy)\n",
+    "print": "print(TrustPolicy)\n",
+    "local-variable": "def f():\n    TrustPolicy = load()\n    return TrustPolicy\n",
+    "parameter": "def f(TrustPolicy):\n    return [TrustPolicy]\n",
+}
+
+
+@pytest.mark.parametrize("source", _INSPECTED.values(), ids=_INSPECTED.keys())
+def test_trust_policy_looked_at_not_handed_on_is_not_a_finding(source: str) -> None:
+    """Ordinary code that tests for, patches or prints the class, or a name of its own
+    spelt TrustPolicy: no policy is made through it, and a finding failed the team's CI."""
+    imported = "" if source.startswith("def f(") else "from veridic import TrustPolicy\n"
+    assert scan_source(imported + source, "app.py", trust_policies=frozenset({"x"})) == ()
+
+
+@pytest.mark.parametrize(
+    "call",
+    ["setattr(app, 'factory', TrustPolicy)", "type('P', (TrustPolicy,), {})"],
+    ids=["setattr-value", "type-subclass"],
+)
+def test_trust_policy_handed_on_beside_the_calls_that_look_is_still_a_finding(
+    call: str,
+) -> None:
+    """Only the object whose attribute is read or set is looked at: the value set is
+    handed on, to be called where its name is not written; ``type`` of three arguments
+    makes a subclass that makes policies."""
+    [hatch] = scan_source(f"from veridic import TrustPolicy\n{call}\n", "app.py")
+    assert (hatch.kind, hatch.finding) == ("trust-policy", True)
+
+
+def test_subclass_of_trust_policy_is_checked_as_trust_policy() -> None:
+    """``class P(TrustPolicy)`` makes policies as TrustPolicy does (the run time lets a
+    subclass be made), so ``P("evil")`` is a policy whose name is checked."""
+    source = "from veridic import TrustPolicy\nclass P(TrustPolicy):\n    pass\nP('evil')\n"
+    found = scan_source(source, "app.py", trust_policies=frozenset({"legacy"}))
+    assert [(h.line, h.kind, h.finding, h.policy) for h in found] == [
+        (4, "trust-policy", True, "evil")
+    ]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import veridic\nvars(veridic)[name]('evil')\n",
+        "import veridic\nveridic.__dict__[name]('evil')\n",
+    ],
+    ids=["vars", "__dict__"],
+)
+def test_veridic_names_read_from_its_namespace_by_a_computed_key_are_a_finding(
+    source: str,
+) -> None:
+    """The same door as ``getattr(veridic, name)``, spelt as a lookup in its namespace."""
+    [hatch] = scan_source(source, "app.py")
+    assert (hatch.line, hatch.kind, hatch.finding) == (2, "trust-policy", True)
+    assert "computed name" in hatch.why
+
+
 @pytest.mark.parametrize(
     "comment",
     [

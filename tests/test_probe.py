@@ -244,6 +244,16 @@ def test_a_requests_file_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path)
         read_requests(tmp_path / "requests.json")
 
 
+def test_a_requests_path_that_is_a_folder_is_named_a_folder_not_a_device(tmp_path: Path) -> None:
+    """The refusal said a folder was "a device, a FIFO or a socket, or a symbolic link to
+    one, whose text may never end": it names what the path is."""
+    (tmp_path / "requests.json").mkdir()
+    with pytest.raises(ProbeError, match=r"requests\.json: cannot be read") as caught:
+        read_requests(tmp_path / "requests.json")
+    assert "not a regular file but a directory" in str(caught.value)
+    assert "device" not in str(caught.value)
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_a_cache_entry_that_is_a_fifo_is_a_miss_not_a_hang(tmp_path: Path) -> None:
     """A cache folder kept in the repository (``--cache DIR``) may hold a FIFO or a link

@@ -30,6 +30,7 @@ from veridic.checks._cli_report import (
     _UsageError,
 )
 from veridic.checks._cli_write import _write_output
+from veridic.checks._regular import NotRegularFileError, open_regular
 from veridic.checks.audit_report import _call_json, _when
 from veridic.errors import VeridicError
 from veridic.run._conninfo import without_passwords
@@ -252,20 +253,13 @@ def _open_regular(path: Path) -> BinaryIO:
     """``path`` opened for reading, refused (:class:`_UsageError`) unless it is a regular file.
 
     :func:`_require_regular` looks before the open, and the path may be swapped for a
-    FIFO in between (it is a pull request's): a plain open waited for a writer that
-    never came. So the open does not wait (``O_NONBLOCK``), and the check is made
-    again on what was opened (``fstat``), which no swap can change.
+    FIFO in between (it is a pull request's): :func:`~veridic.checks._regular.open_regular`
+    checks what was opened, without waiting on the open.
     """
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise _not_regular(path)
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(descriptor, True)  # a regular file's reads never wait anyway
-        return os.fdopen(descriptor, "rb")
-    except BaseException:
-        os.close(descriptor)
-        raise
+        return open_regular(path)
+    except NotRegularFileError as error:
+        raise _not_regular(path) from error
 
 
 def _is_sqlite(path: Path) -> bool:

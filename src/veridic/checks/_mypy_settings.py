@@ -43,7 +43,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Final
 
-from veridic.checks._regular import NOT_REGULAR
+from veridic.checks._regular import not_regular
 
 if TYPE_CHECKING:
     from mypy.options import Options
@@ -263,7 +263,7 @@ def _require_regular(path: Path) -> None:
     except OSError as error:
         raise ConfigError(f"{type(error).__name__}: {error}", None) from error
     if not stat.S_ISREG(mode):
-        raise ConfigError(f"{path.name} {NOT_REGULAR}", None, not_regular=True)
+        raise ConfigError(not_regular(path.name, mode), None, not_regular=True)
 
 
 def _structure(path: Path) -> tuple[Section, ...] | None:

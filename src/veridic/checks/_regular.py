@@ -14,40 +14,66 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
-__all__ = ["NOT_REGULAR", "NotRegularFileError", "read_regular"]
+__all__ = ["NotRegularFileError", "not_regular", "open_regular", "read_regular"]
 
-NOT_REGULAR: Final = (
-    "is not a regular file (a device, a FIFO or a socket, or a symbolic link to one), "
-    "whose text may never end, so it is not read"
+_KINDS: Final[tuple[tuple[Callable[[int], bool], str], ...]] = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
 )
 
 
 class NotRegularFileError(OSError):
-    """The path names a device, a FIFO or a socket (or a link to one), not a file of text."""
+    """The path names a directory, a device, a FIFO or a socket (or a link to one)."""
 
 
-def read_regular(path: Path) -> bytes:
-    """The bytes of ``path``, refused unread unless it is a regular file.
+def not_regular(name: str, mode: int) -> str:
+    """Why ``name``, of ``st_mode`` ``mode``, is not read: what it is, not a guess (a
+    folder was called "a device, a FIFO or a socket")."""
+    kind = next((kind for test, kind in _KINDS if test(mode)), "no file of text")
+    endless = "" if stat.S_ISDIR(mode) else ", whose text may never end"
+    return (
+        f"{name} is not a regular file but {kind} (or a symbolic link to one){endless}, "
+        "so it is not read"
+    )
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """``path`` opened for reading, refused unless it is a regular file.
 
     The check is made on what was opened (``fstat``), so a path swapped for a FIFO
     after a look is refused too; the open itself does not wait (``O_NONBLOCK``).
 
     Raises:
         NotRegularFileError: ``path`` is not a regular file.
-        OSError: ``path`` cannot be opened or read.
+        OSError: ``path`` cannot be opened.
     """
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise NotRegularFileError(f"{os.fspath(path)} {NOT_REGULAR}")
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFileError(not_regular(os.fspath(path), mode))
         if hasattr(os, "set_blocking"):
             os.set_blocking(descriptor, True)  # a regular file's reads never wait anyway
-        file = os.fdopen(descriptor, "rb")
+        return os.fdopen(descriptor, "rb")
     except BaseException:
         os.close(descriptor)
         raise
-    with file:
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of ``path``, refused unread unless it is a regular file (see
+    :func:`open_regular`).
+
+    Raises:
+        NotRegularFileError: ``path`` is not a regular file.
+        OSError: ``path`` cannot be opened or read.
+    """
+    with open_regular(path) as file:
         return file.read()

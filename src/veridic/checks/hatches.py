@@ -40,7 +40,7 @@ as an import alias is: mypy follows it, so ``Policy("x")`` is a trust policy
 and ``cast(Trusted, text)`` a cast to a brand. So is a relative import, and a
 name reached with a spelling fixed in the source (``getattr(veridic,
 "TrustPolicy")``, ``vars(veridic)["TrustPolicy"]``,
-``__import__("veridic").TrustPolicy``; see :func:`_qualified`). ``TrustPolicy``
+``__import__("veridic").TrustPolicy``; see ``_qualified``). ``TrustPolicy``
 handed on as a value, and ``getattr(veridic, name)`` of a name the source does
 not fix, are ``trust-policy`` findings: the policies made through them have no
 name the scan can read.
@@ -304,7 +304,9 @@ class _Scanner:
                         " | ".join(sorted(names)) if names is not None else None
                     )
         for node in ast.walk(tree):
-            if isinstance(node, ast.Call):
+            if isinstance(node, ast.Call | ast.Subscript) and self._computed_veridic_name(node):
+                self._computed(node)
+            elif isinstance(node, ast.Call):
                 self._call(node)
         self._brand_values(tree)
 
@@ -323,7 +325,7 @@ class _Scanner:
         parents = {
             id(child): node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)
         }
-        spelt = _bound_to_text(tree)
+        spelt = _bound_to_text(tree) | _own_names(tree, self.aliases)
         reported: set[int] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
@@ -336,7 +338,7 @@ class _Scanner:
             if isinstance(parents.get(id(node)), ast.Attribute):
                 continue  # TrustedInstruction.__name__, or the module of veridic.TrustedInstruction
             if isinstance(node, ast.Name) and node.id in spelt:
-                continue  # TRUSTED = "veridic.TrustedInstruction": a string, never called
+                continue  # TRUSTED = "veridic.TrustedInstruction", or a name of the module's own
             qualified = self._resolve(node)
             if qualified is None or not (_is_brand(qualified) or _is_policy(qualified)):
                 continue
@@ -372,12 +374,40 @@ class _Scanner:
             call = parents.get(id(holder))
             return isinstance(call, ast.Call) and not self._names_types(call)
         if isinstance(holder, ast.Call):
-            return holder.func is not value and not self._names_types(holder)
+            return holder.func is not value and not self._looks_at(holder, value)
+        if isinstance(holder, ast.Tuple | ast.List | ast.Set) and self._only_looked_at(
+            holder, parents
+        ):
+            return False
         if isinstance(holder, ast.Assign):
             return not all(isinstance(target, ast.Name) for target in holder.targets)
         if isinstance(holder, ast.AnnAssign):
             return holder.value is value and not isinstance(holder.target, ast.Name)
         return isinstance(holder, _VALUE_HOLDERS)
+
+    def _only_looked_at(self, items: ast.expr, parents: dict[int, ast.AST]) -> bool:
+        """A tuple of classes tested, never called: ``isinstance(p, (TrustPolicy, str))``,
+        ``k in (TrustPolicy, Registry)``."""
+        parent = parents.get(id(items))
+        if isinstance(parent, ast.Compare):
+            return items is not parent.left
+        return isinstance(parent, ast.Call) and self._looks_at(parent, items)
+
+    def _looks_at(self, call: ast.Call, value: ast.expr) -> bool:
+        """Whether ``call`` only looks at ``value``: takes it as a type (``isinstance``),
+        reads or patches an attribute of it (``getattr(TrustPolicy, "vouch")``,
+        ``mock.patch.object(TrustPolicy, ...)``, ``monkeypatch.setattr(TrustPolicy, ...)``)
+        or shows it (``print``, ``inspect.signature``): none makes a policy through it. A
+        value set as an attribute (``setattr(app, "factory", TrustPolicy)``) is handed on."""
+        if self._names_types(call):
+            return True
+        qualified = self._resolve(call.func)
+        if qualified is None:
+            return False
+        if _last(qualified) in _LOOKERS:
+            return True
+        holder_of = _last(qualified) in _ATTRIBUTE_READERS or qualified.endswith("patch.object")
+        return holder_of and bool(call.args) and call.args[0] is value
 
     def _names_types(self, call: ast.Call) -> bool:
         """A call that takes types, not callables: a cast (its own kind), a TypeVar..."""
@@ -403,19 +433,20 @@ class _Scanner:
             ),
         )
 
+    def _computed(self, node: ast.expr) -> None:
+        self._add(
+            node,
+            "trust-policy",
+            not self.inside_veridic,
+            f"reaches a name of veridic by a computed name ({_short(ast.unparse(node))}), "
+            "which may be TrustPolicy or a brand, so the scan cannot say which door this "
+            "is nor check it against [tool.veridic] trust-policies: import the name "
+            '(from veridic import TrustPolicy) and call it, TrustPolicy("name")',
+        )
+
     def _call(self, call: ast.Call) -> None:
         qualified = self._resolve(call.func)
-        if self._computed_veridic_name(call):
-            self._add(
-                call,
-                "trust-policy",
-                not self.inside_veridic,
-                f"reaches a name of veridic by a computed name ({_short(ast.unparse(call))}), "
-                "which may be TrustPolicy or a brand, so the scan cannot say which door this "
-                "is nor check it against [tool.veridic] trust-policies: import the name "
-                '(from veridic import TrustPolicy) and call it, TrustPolicy("name")',
-            )
-        elif qualified is not None and _is_cast(qualified) and call.args:
+        if qualified is not None and _is_cast(qualified) and call.args:
             if _mentions_brand(call.args[0], self._resolve):
                 self._cast(call)
         elif qualified is not None and _is_brand(qualified):
@@ -602,13 +633,16 @@ class _Scanner:
             return None  # a string is a type only where a type goes: _mentions_brand reads it
         return _qualified(node, self.aliases, self.constants.get)
 
-    def _computed_veridic_name(self, call: ast.Call) -> bool:
-        """``getattr(veridic, name)`` (or of a module of veridic) with a name the source
-        does not fix: any of veridic's names, TrustPolicy among them."""
-        if not _builtin(call.func, self.aliases, "getattr") or len(call.args) < 2:
+    def _computed_veridic_name(self, node: ast.Call | ast.Subscript) -> bool:
+        """``getattr(veridic, name)``, ``vars(veridic)[name]`` or ``veridic.__dict__[name]``
+        (or of a module of veridic) with a name the source does not fix: any of veridic's
+        names, TrustPolicy among them."""
+        lookup = _lookup(node, self.aliases)
+        if lookup is None:
             return False
-        module = self._resolve(call.args[0])
-        fixed = _string_values(call.args[1], self.constants.get)
+        holder, key = lookup
+        module = self._resolve(holder)
+        fixed = _string_values(key, self.constants.get)
         return fixed is None and module is not None and module.split(".")[0] == "veridic"
 
     def _is_policy_name(self, node: ast.Name) -> bool:
@@ -657,6 +691,31 @@ _TYPE_TAKERS: Final = frozenset(
 )
 """Calls whose arguments are types, never called through."""
 
+_LOOKERS: Final = frozenset(
+    {
+        "print",
+        "repr",
+        "str",
+        "id",
+        "hash",
+        "callable",
+        "dir",
+        "vars",
+        "signature",
+        "getdoc",
+        "getsource",
+        "getmembers",
+        "fields",
+        "get_type_hints",
+    }
+)
+"""Calls that show what they are given, never call it (``type`` is not one: of three
+arguments it makes a subclass, a door of its own)."""
+
+_ATTRIBUTE_READERS: Final = frozenset({"getattr", "hasattr", "setattr", "delattr"})
+"""Calls whose first argument is the object whose attribute is read or set (``monkeypatch.
+setattr`` among them); the value set, their third, is handed on."""
+
 
 def _type_expression(node: ast.expr, parents: dict[int, ast.AST]) -> ast.expr:
     """The type expression around ``node``: ``list[X]``, ``X | None``, ``Callable[[str], X]``.
@@ -696,6 +755,29 @@ def _bound_to_text(tree: ast.Module) -> frozenset[str]:
     return frozenset(text - other)
 
 
+def _own_names(tree: ast.Module, aliases: dict[str, str]) -> frozenset[str]:
+    """Names the module binds itself and never to a hatch: a parameter or a variable
+    spelt ``TrustPolicy`` holds the module's own value, not veridic's class.
+
+    A module with a ``*`` import may have its names from veridic, so it has none of its
+    own here; a name also imported, or bound to a hatch (an alias), is not one either.
+    """
+    if any(
+        isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names)
+        for node in ast.walk(tree)
+    ):
+        return frozenset()
+    bound: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+    return frozenset(name for name in bound if name not in aliases)
+
+
 def _in_subscript(node: ast.expr, parents: dict[int, ast.AST]) -> bool:
     parent = parents.get(id(node))
     while isinstance(parent, ast.Tuple | ast.List):
@@ -733,6 +815,11 @@ def _renamed_hatches(tree: ast.Module, aliases: dict[str, str]) -> None:
         for node in ast.walk(tree)
         for target, value in _bound_names(node)
         if isinstance(target, ast.Name)
+    ] + [  # class P(TrustPolicy): P("x") makes a policy as TrustPolicy("x") does
+        (node.name, base)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ClassDef)
+        for base in node.bases
     ]
     constants = _module_constants(tree)
     changed = True
@@ -802,25 +889,29 @@ def _reached_by_name(
     """``(holder, name)`` of ``getattr(holder, name)``, ``vars(holder)[name]`` or
     ``holder.__dict__[name]`` whose name is fixed in the source (a hatch's name first, of
     several a condition picks from), else ``None``."""
-    if isinstance(node, ast.Call) and _builtin(node.func, aliases, "getattr"):
-        if len(node.args) < 2:
-            return None
-        holder, key = node.args[0], node.args[1]
-    elif isinstance(node, ast.Subscript):
-        outer = node.value
-        if isinstance(outer, ast.Call) and _builtin(outer.func, aliases, "vars") and outer.args:
-            holder = outer.args[0]
-        elif isinstance(outer, ast.Attribute) and outer.attr == "__dict__":
-            holder = outer.value
-        else:
-            return None
-        key = node.slice
-    else:
+    found = _lookup(node, aliases)
+    if found is None:
         return None
+    holder, key = found
     names = _string_values(key, lookup)
     if not names:
         return None
     return holder, min(names, key=lambda name: (not _is_hatch_name(name), name))
+
+
+def _lookup(node: ast.expr, aliases: dict[str, str]) -> tuple[ast.expr, ast.expr] | None:
+    """``(holder, key)`` of ``getattr(holder, key)``, ``vars(holder)[key]`` or
+    ``holder.__dict__[key]``: a name read from ``holder`` by a key, else ``None``."""
+    if isinstance(node, ast.Call) and _builtin(node.func, aliases, "getattr"):
+        return (node.args[0], node.args[1]) if len(node.args) >= 2 else None
+    if not isinstance(node, ast.Subscript):
+        return None
+    outer = node.value
+    if isinstance(outer, ast.Call) and _builtin(outer.func, aliases, "vars") and outer.args:
+        return outer.args[0], node.slice
+    if isinstance(outer, ast.Attribute) and outer.attr == "__dict__":
+        return outer.value, node.slice
+    return None
 
 
 def _builtin(node: ast.expr, aliases: dict[str, str], name: str) -> bool:

@@ -66,6 +66,7 @@ from urllib.parse import quote
 
 from veridic._sample import cut_short
 from veridic.checks._ci_log import inert_json
+from veridic.checks._regular import read_regular
 from veridic.checks.rules import LEVELS, ReportItem, Rule, rule_for
 
 __all__ = ["SARIF_SCHEMA", "SARIF_VERSION", "render_sarif"]
@@ -315,7 +316,7 @@ def _line_in(item: ReportItem, root: _Paths) -> int:
     keys = {"tool": "tools", "component": "components"}
     path = root.cwd / item.file
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_regular(path).decode("utf-8").splitlines()  # a link to /dev/zero never ends
     except (OSError, UnicodeDecodeError):
         return 1
     wanted = [f"{json.dumps(keys.get(table, 'risk_counts'))}:"]
