@@ -81,7 +81,6 @@ from veridic.templates._runtime import (
     SCALARS,
     STORED_LITERALS,
     UNTRUSTED,
-    WRITTEN_AS_IS,
     concat,
     emit,
     finalize,
@@ -99,7 +98,6 @@ from veridic.templates._written import (
     gives,
     spelled,
     valued,
-    valued_in_instruction,
     written,
     written_filters,
     written_in_instruction,
@@ -474,9 +472,9 @@ class ProvenanceEnvironment(Environment):
         # Compiled code reads them at each ~, % and format, and at each filter that writes
         # its input as text or reads it as a value (inline for what is in ``scalars``).
         self.text_of = text_of if instruction else finalize
-        self.scalars = WRITTEN_AS_IS if instruction else SCALARS
+        self.scalars = SCALARS
         self.written = written_in_instruction if instruction else written
-        self.valued = valued_in_instruction if instruction else valued
+        self.valued = valued
         self.printf = checked_printf
         dumps = self.policies["json.dumps_kwargs"]
         self.policies["json.dumps_kwargs"] = {**dumps, "default": _not_json}
@@ -578,11 +576,11 @@ class ProvenanceEnvironment(Environment):
         """A filter called by a name given at render (``map("lower")``): one that writes
         its input as text, or reads it as a value, checks it first, as the rewrite does
         where a template names it."""
-        if type(value) not in self.scalars:
+        if type(value) not in SCALARS:
             if name in STR_OF_INPUT:
                 self.written(value, gives(name, None))
             elif name in READ_AS_A_VALUE:
-                self.valued(value, gives(name, None))
+                valued(value, gives(name, None))
         return super().call_filter(name, value, args, kwargs, context, eval_ctx)
 
     def literal(self, text: str, origin: str) -> int:

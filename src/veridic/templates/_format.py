@@ -36,7 +36,6 @@ from veridic.errors import TemplateError
 from veridic.templates._bounds import check_binop
 from veridic.templates._runtime import (
     SCALARS,
-    WRITTEN_AS_IS,
     check_written,
     cut,
     handed_out,
@@ -132,7 +131,7 @@ class _Formatter(string.Formatter):
         would: an item's ``repr``)."""
         if self._instruction:
             handed_out(value, template_line, "formats a field holding")
-            if type(value) not in WRITTEN_AS_IS:
+            if type(value) not in SCALARS:
                 check_written(value, template_line, "formats a field holding")
         if type(value) not in SCALARS:
             refuse_address(value, template_line, "formats", item=conversion in _REPRS)
@@ -151,7 +150,7 @@ class _Formatter(string.Formatter):
                     "template, at most that wide in all"
                 )
         text = format(value, format_spec)
-        if self._instruction and type(text) not in WRITTEN_AS_IS:
+        if self._instruction and type(text) is not str:  # __format__ returned it as is
             check_written(text, template_line, f"formats a field holding {a_type(value)} as")
         return text
 

@@ -55,7 +55,6 @@ __all__ = [
     "SCALARS",
     "STORED_LITERALS",
     "TRUSTED",
-    "WRITTEN_AS_IS",
     "CheckedIterable",
     "Rendered",
     "check_written",
@@ -136,17 +135,11 @@ def check_written(
     refuse_own_untrusted(value, where, doing)
 
 
-WRITTEN_AS_IS: Final = frozenset({str, TRUSTED, int, float, bool, type(None)})
-"""What an instruction template makes text of with no look: text of its own, trusted text
-and numbers (:data:`SCALARS` but untrusted text, which only an operator of a value, such
-as ``-x``, can hand a template)."""
-
-
 def text_of(value: object) -> object:
     """What an instruction template makes text of with ``~``, ``%``, ``|format`` and
     ``.format()``, and a filter's argument that it writes as text: ``value``, once
     :func:`check_written` passed it (``finalize`` is a data template's)."""
-    if type(value) not in WRITTEN_AS_IS:
+    if type(value) not in SCALARS:
         check_written(value, template_line)
     return value
 

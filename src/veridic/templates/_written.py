@@ -44,12 +44,9 @@ from veridic._words import a_type
 from veridic.errors import ProvenanceError, TemplateError
 from veridic.templates._runtime import (
     SCALARS,
-    UNTRUSTED,
-    WRITTEN_AS_IS,
     check_written,
     refuse_address,
     refuse_callable,
-    refuse_untrusted,
     template_line,
     unwrapped,
 )
@@ -62,7 +59,6 @@ __all__ = [
     "gives",
     "spelled",
     "valued",
-    "valued_in_instruction",
     "written",
     "written_filters",
     "written_in_instruction",
@@ -154,14 +150,6 @@ def valued(value: object, doing: str) -> object:
     return value
 
 
-def valued_in_instruction(value: object, doing: str) -> object:
-    """:func:`valued` in an instruction template, where untrusted text (what an operator
-    of a value returned: ``-x``, ``x | abs``) is refused too."""
-    if type(value) is UNTRUSTED:
-        refuse_untrusted(value, template_line, doing)
-    return valued(value, doing)
-
-
 def written_filters(
     filters: Mapping[str, Callable[..., object]], *, instruction: bool
 ) -> dict[str, Callable[..., object]]:
@@ -222,7 +210,7 @@ def _written(item: object, doing: str) -> None:
 
 
 def _checked_in_instruction(item: object, doing: str) -> None:
-    if type(item) not in WRITTEN_AS_IS:
+    if type(item) not in SCALARS:
         check_written(item, template_line, doing)
 
 
