@@ -308,3 +308,45 @@ def test_reverse_of_a_custom_iterable_of_trusted_text_still_renders(tmp_path: Pa
         assert template.render({"mood": Mood.CALM}) == "ba"
     finally:
         del member.lines
+
+
+class _Marked:
+    """An object with markup of its own (``__html__``, which ``|e`` writes as it is)."""
+
+    def __str__(self) -> str:
+        return "marked"
+
+    def __html__(self) -> str:
+        return _own("html")
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_untrusted_markup_a_value_writes_is_refused(tmp_path: Path, stored: bool) -> None:
+    template = _instruction(tmp_path, "Mood: {{ mood.marked | e }}", stored=stored)
+    member: Any = Mood.CALM
+    member.marked = _Marked()
+    try:
+        assert template.render({"mood": Mood.CALM}) == "Mood: calm"
+        _TEXT["html"] = untrusted(_EVIL, source="ticket:1")
+        with pytest.raises(ProvenanceError, match=r"line 1.*_Marked whose __html__\(\).*ticket:1"):
+            template.render({"mood": Mood.CALM})
+    finally:
+        _TEXT.clear()
+        del member.marked
+
+
+class _Handle:
+    """An object without text of its own: its text is its memory address."""
+
+
+class _Format(TypedDict):
+    greeting: str
+    handle: Any
+
+
+def test_a_percent_format_from_a_value_checks_what_it_formats(tmp_path: Path) -> None:
+    # Only a format written in the template had its values checked: a format that is a
+    # value wrote the object's memory address into the block.
+    template = _templates(tmp_path, "{{ greeting % handle }}").data("t.j2", params=_Format)
+    with pytest.raises(TemplateError, match=r"t\.j2' line 1.*memory address"):
+        template.render({"greeting": untrusted("%s", source="t:1"), "handle": _Handle()})

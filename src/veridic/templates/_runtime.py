@@ -11,7 +11,10 @@ render yields is minted:
 - literal text is yielded as the trusted value minted when the template
   compiled (kind ``template``, origin ``file:line``);
 - :func:`emit` passes a minted value through unchanged (its own spans) and
-  mints anything else as text the expression at ``file:line`` computed;
+  mints anything else as text the expression at ``file:line`` computed, once
+  :func:`check_written` passed it: a value that is not text writes its text by
+  its own code (an ``Enum`` member's ``__str__``), and untrusted text that code
+  returns is refused, here and wherever the template makes text of a value;
 - buffered output (a macro call, ``caller()``, ``super()``, a ``{% set %}``
   block) goes through :func:`concat`, which keeps its chunks in a
   :class:`Rendered` that an output passes through as it is;
@@ -129,7 +132,7 @@ def check_written(
         TemplateError: text that would be a memory address.
     """
     if type(value) is UNTRUSTED:
-        refuse_untrusted(cast("str", value), where, doing)
+        refuse_untrusted(value, where, doing)
         return
     refuse_address(value, where, doing)
     refuse_own_untrusted(value, where, doing)

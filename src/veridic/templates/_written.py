@@ -18,6 +18,12 @@ filters that call ``str()`` on their input. So their input is checked first:
   space, ``/``, ``>`` or ``=``) is a ``TemplateError`` naming the expression, not
   jinja2's bare ``TypeError`` or ``ValueError`` quoting the key whole.
 
+In an instruction template each of these checks is ``_runtime.check_written``, which
+also refuses a value whose own code (its ``__str__``, ``__repr__``, ``__html__``) writes
+untrusted text: ``{{ tier | upper }}`` wrote what the member's ``__str__`` returned. The
+arguments of a filter that writes its input (``|replace('a', x)``) are checked as ``~``
+checks what it joins, and ``|join``'s as its items.
+
 A filter that reads its input as a value (``|int``, ``|first``, :data:`READ_AS_A_VALUE`)
 is checked the same two ways for a method, a call whose parentheses were left out:
 ``|int`` made it 0 without a word (:func:`valued`).
