@@ -85,10 +85,9 @@ from veridic.templates._runtime import (
     emit,
     finalize,
     handed_out,
-    refuse_address,
-    refuse_callable,
     stored_literal,
     template_line,
+    text_of,
     unwrapped,
 )
 from veridic.templates._written import (
@@ -101,6 +100,7 @@ from veridic.templates._written import (
     valued,
     written,
     written_filters,
+    written_in_instruction,
 )
 from veridic.text.provenance import TrustedInstruction, mint
 
@@ -218,6 +218,13 @@ class ProvenanceCodeGenerator(CodeGenerator):
         self.write("environment.made(")
         visit(node, frame)
         self.write(")")
+
+
+def _not_json(value: object) -> object:
+    """``json.dumps``'s ``default`` for ``|tojson``: what JSON cannot write, named by the
+    application's class (an iterable it handed an instruction template is held in
+    veridic's ``CheckedIterable``, a class the application never wrote)."""
+    raise TypeError(f"Object of type {type(unwrapped(value)).__name__} is not JSON serializable")
 
 
 def _own(node: nodes.Node) -> bool:
@@ -404,8 +411,14 @@ def _check_written(tree: nodes.Template) -> None:
     """Have the input of each filter that writes it as text checked as an output is
     (``_written``), the refusal naming the filter and the expression: inline for
     ``|lower`` and the like, by the wrapped filter (passed the expression) for ``|join``
-    and ``|tojson``. A constant input is left as it is (jinja2 still folds it)."""
+    and ``|tojson``. Their arguments too (``|replace('a', x)`` writes ``x``), as ``~``
+    checks what it joins (``|join``'s checks the text it joins with). A constant input is
+    left as it is (jinja2 still folds it)."""
     for node in list(tree.find_all(nodes.Filter)):
+        if node.name in STR_OF_INPUT:
+            node.args = [_text_of(argument) for argument in node.args]
+            for keyword in node.kwargs:
+                keyword.value = _text_of(keyword.value)
         if node.node is None or isinstance(node.node, nodes.Const):
             continue  # a {% filter %} block's input is its text; a constant, its value
         if node.name in STR_OF_INPUT:
@@ -455,8 +468,16 @@ class ProvenanceEnvironment(Environment):
             self.emit = emit
             self.emitted_as_is = EMITTED_AS_IS
             self.context_class = _InstructionContext
-        self.text_of = finalize
+        instruction = kind == "instruction"
+        # Compiled code reads them at each ~, % and format, and at each filter that writes
+        # its input as text or reads it as a value (inline for what is in ``scalars``).
+        self.text_of = text_of if instruction else finalize
+        self.scalars = SCALARS
+        self.written = written_in_instruction if instruction else written
+        self.valued = valued
         self.printf = checked_printf
+        dumps = self.policies["json.dumps_kwargs"]
+        self.policies["json.dumps_kwargs"] = {**dumps, "default": _not_json}
         if not self.sandboxed:  # the sandbox's % and |format are bounded (_bounds)
             self.filters["format"] = printf_filter
         del self.filters["safe"]
@@ -473,12 +494,8 @@ class ProvenanceEnvironment(Environment):
         )
         self.filters.update(dict.fromkeys(_OWN, _compiled_away))
         if not self.sandboxed:  # the sandbox wraps them after its bounds (see there)
-            self.filters = written_filters(self.filters)
+            self.filters = written_filters(self.filters, instruction=instruction)
             self.filters["attr"] = _no_dunder_attr(self.filters["attr"])
-        # Compiled code reads them at each filter that writes its input as text.
-        self.scalars = SCALARS
-        self.written = written
-        self.valued = valued
         self.globals.update(custom.globals)
         self.literals: list[TrustedInstruction] = []
         self._literal_index: dict[tuple[str, str], int] = {}
@@ -561,9 +578,9 @@ class ProvenanceEnvironment(Environment):
         where a template names it."""
         if type(value) not in SCALARS:
             if name in STR_OF_INPUT:
-                refuse_address(value, template_line, gives(name, None))
+                self.written(value, gives(name, None))
             elif name in READ_AS_A_VALUE:
-                refuse_callable(value, template_line, gives(name, None))
+                valued(value, gives(name, None))
         return super().call_filter(name, value, args, kwargs, context, eval_ctx)
 
     def literal(self, text: str, origin: str) -> int:
@@ -643,7 +660,9 @@ class SandboxedProvenanceEnvironment(ProvenanceEnvironment, SandboxedEnvironment
         self.filters["format"] = bounded_format
         own = {name: self.filters.pop(name) for name in _OWN}
         # Bounds first: they recognise jinja2's own filters by identity.
-        self.filters = written_filters({**bounded_filters(self.filters), **own})
+        self.filters = written_filters(
+            {**bounded_filters(self.filters), **own}, instruction=kind == "instruction"
+        )
         self.tests = bounded_tests(self.tests)  # type: ignore[assignment]  # jinja2 types them as its own functions; these are called as they are
         self.globals.update(namespace=BoundedNamespace)
         self._safe_attributes: dict[tuple[type, str], bool] = {}
@@ -886,12 +905,11 @@ def _check_made_text(tree: nodes.Template) -> None:
     for call in list(tree.find_all(nodes.Call)):  # "{}".format(x), "{p}".format_map(m)
         if isinstance(call.node, nodes.Getattr) and call.node.attr in _FORMATS:
             _check_formatted(call)
-    for mod in list(tree.find_all(nodes.Mod)):  # "%s" % x: the text's own formatting
-        if isinstance(mod.left, nodes.Const) and isinstance(mod.left.value, str):
-            if isinstance(mod.right, nodes.Tuple):
-                mod.right.items = [_text_of(item) for item in mod.right.items]
-            else:
-                mod.right = _text_of(mod.right)
+    for mod in list(tree.find_all(nodes.Mod)):  # "%s" % x, f % x: the text's own formatting
+        if isinstance(mod.right, nodes.Tuple):
+            mod.right.items = [_text_of(item) for item in mod.right.items]
+        else:  # a number's modulo passes: a number is not looked at
+            mod.right = _text_of(mod.right)
 
 
 _FORMATS: Final = frozenset({"format", "format_map"})

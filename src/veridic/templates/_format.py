@@ -36,6 +36,7 @@ from veridic.errors import TemplateError
 from veridic.templates._bounds import check_binop
 from veridic.templates._runtime import (
     SCALARS,
+    check_written,
     cut,
     handed_out,
     refuse_address,
@@ -124,11 +125,14 @@ class _Formatter(string.Formatter):
 
     def convert_field(self, value: Any, conversion: str | None) -> Any:
         """The field's value, checked before ``!r``, ``!s`` or ``!a`` makes text of it:
-        untrusted text in an instruction template (read through a field's attributes,
-        which no check of the template's saw), and text that would be an address
-        (``!r`` writes what a list would: an item's ``repr``)."""
+        in an instruction template, untrusted text (read through a field's attributes,
+        which no check of the template's saw) and a value whose own code writes it
+        (``check_written``); and text that would be an address (``!r`` writes what a list
+        would: an item's ``repr``)."""
         if self._instruction:
             handed_out(value, template_line, "formats a field holding")
+            if type(value) not in SCALARS:
+                check_written(value, template_line, "formats a field holding")
         if type(value) not in SCALARS:
             refuse_address(value, template_line, "formats", item=conversion in _REPRS)
         return super().convert_field(value, conversion)
@@ -145,7 +149,10 @@ class _Formatter(string.Formatter):
                     "outside, and Python would make text that long; write the format in the "
                     "template, at most that wide in all"
                 )
-        return format(value, format_spec)
+        text = format(value, format_spec)
+        if self._instruction and type(text) is not str:  # __format__ returned it as is
+            check_written(text, template_line, f"formats a field holding {a_type(value)} as")
+        return text
 
 
 def _internal(field_name: str, name: str, value: object) -> TemplateError:

@@ -11,7 +11,10 @@ render yields is minted:
 - literal text is yielded as the trusted value minted when the template
   compiled (kind ``template``, origin ``file:line``);
 - :func:`emit` passes a minted value through unchanged (its own spans) and
-  mints anything else as text the expression at ``file:line`` computed;
+  mints anything else as text the expression at ``file:line`` computed, once
+  :func:`check_written` passed it: a value that is not text writes its text by
+  its own code (an ``Enum`` member's ``__str__``), and untrusted text that code
+  returns is refused, here and wherever the template makes text of a value;
 - buffered output (a macro call, ``caller()``, ``super()``, a ``{% set %}``
   block) goes through :func:`concat`, which keeps its chunks in a
   :class:`Rendered` that an output passes through as it is;
@@ -57,6 +60,7 @@ __all__ = [
     "TRUSTED",
     "CheckedIterable",
     "Rendered",
+    "check_written",
     "concat",
     "cut",
     "emit",
@@ -65,10 +69,12 @@ __all__ = [
     "instruction_text",
     "refuse_address",
     "refuse_callable",
+    "refuse_own_untrusted",
     "refuse_untrusted",
     "reported",
     "stored_literal",
     "template_line",
+    "text_of",
     "unwrapped",
 ]
 
@@ -104,11 +110,98 @@ def emit(value: object, origin: str) -> str:
     kind = type(value)
     if kind is TRUSTED or kind is Rendered:
         return value  # type: ignore[return-value]  # a str subclass
-    if kind is UNTRUSTED:
-        refuse_untrusted(cast("str", value), lambda: _place(origin), "outputs")
-    elif kind not in SCALARS:
-        refuse_address(value, lambda: _place(origin))
+    if kind is UNTRUSTED or kind not in SCALARS:
+        check_written(value, lambda: _place(origin))
     return _computed_part(str(value), origin)
+
+
+def check_written(
+    value: object, where: Callable[[], tuple[str, str]], doing: str = "outputs"
+) -> None:
+    """Refuse what an instruction template may not make text of: untrusted text, a value
+    whose text is a memory address (:func:`refuse_address`), and a value whose own code
+    writes untrusted text (:func:`refuse_own_untrusted`).
+
+    The one check of every way an instruction template makes text of a value that is not
+    plain text or a number: an output, ``~``, a filter that writes its input or its
+    arguments as text, ``|join``'s items, a format field, a ``%`` format's values. Text
+    and numbers never come here (compiled inline, or checked by type first).
+
+    Raises:
+        ProvenanceError: untrusted text (in enforce mode; report mode logs it).
+        TemplateError: text that would be a memory address.
+    """
+    if type(value) is UNTRUSTED:
+        refuse_untrusted(value, where, doing)
+        return
+    refuse_address(value, where, doing)
+    refuse_own_untrusted(value, where, doing)
+
+
+def text_of(value: object) -> object:
+    """What an instruction template makes text of with ``~``, ``%``, ``|format`` and
+    ``.format()``, and a filter's argument that it writes as text: ``value``, once
+    :func:`check_written` passed it (``finalize`` is a data template's)."""
+    if type(value) not in SCALARS:
+        check_written(value, template_line)
+    return value
+
+
+def refuse_own_untrusted(
+    value: object, where: Callable[[], tuple[str, str]], doing: str = "outputs"
+) -> None:
+    """Refuse a value whose own code writes untrusted text, where an instruction template
+    makes text of it.
+
+    The values were checked trusted before the render, but a value that is not text
+    writes its text by its own code: an ``Enum`` member's ``__str__``, ``__repr__`` (for
+    ``|pprint``, ``%r``, an item of a list) or ``__html__`` (``|e``) may return outside
+    text kept where it finds it, and ``{{ x }}``, ``|upper`` or ``'%s!' % x`` made it the
+    template's own. Whichever of them the template's way of writing uses, each is read
+    (a value whose ``__repr__`` alone returns untrusted text is refused in ``{{ x }}``
+    too), and so is each item of a list, tuple, dict or set (what its text is made of).
+    Untrusted text is refused as :func:`refuse_untrusted` says.
+    """
+    found = _own_untrusted(value, set())
+    if found is None:
+        return
+    text, kind, method = found
+    holder = "" if kind is type(unwrapped(value)) else f"{article(type(value).__name__)} holding "
+    whose = f" whose {method}() returns" if method else ""
+    refuse_untrusted(text, where, f"{doing} {holder}{article(kind.__name__)}{whose}")
+
+
+_BUILTIN_CONTAINERS: Final = frozenset({list, tuple, dict, set, frozenset})
+"""Containers whose own text is their items' ``repr``, nothing of their own."""
+_OWN_TEXTS: Final = (("__str__", str), ("__repr__", repr))
+
+
+def _own_untrusted(value: object, seen: set[int]) -> tuple[str, type, str] | None:
+    """The first untrusted text that ``value``'s own code, or an item's, writes for it,
+    the class whose code wrote it and the method (``""``: the item is that text)."""
+    value = unwrapped(value)
+    kind = type(value)
+    if kind in SCALARS:
+        return (cast("str", value), kind, "") if kind is UNTRUSTED else None
+    if kind not in _BUILTIN_CONTAINERS:
+        for method, write in _OWN_TEXTS:
+            text = write(value)
+            if type(text) is UNTRUSTED:
+                return text, kind, method
+        html = getattr(kind, "__html__", None)
+        if callable(html) and type(text := html(value)) is UNTRUSTED:
+            return text, kind, "__html__"
+    if not isinstance(value, _CONTAINERS) or id(value) in seen:
+        return None
+    seen.add(id(value))
+    items: Iterable[object] = value
+    if isinstance(value, Mapping):
+        items = (part for pair in value.items() for part in pair)
+    for held in items:
+        found = _own_untrusted(held, seen)
+        if found is not None:
+            return found
+    return None
 
 
 _log = logging.getLogger("veridic")
@@ -133,10 +226,10 @@ def refuse_untrusted(value: str, where: Callable[[], tuple[str, str]], doing: st
     message = (
         f"instruction template {template!r}{line} {doing} text of {describe(value)}: "
         f"{clip(value)}; its values were checked trusted, but this text came out of one (an "
-        "attribute or method of an Enum member, a filter of safe_filters=), and only what "
-        "code wrote may instruct: keep outside text off what an instruction template reads "
-        "(mint the value with instruction() if code wrote it), or render it with a data "
-        "template (templates.data) and place it with Composer.user()"
+        "attribute, a method or the __str__ of an Enum member, a filter of safe_filters=), "
+        "and only what code wrote may instruct: keep outside text off what an instruction "
+        "template reads (mint the value with instruction() if code wrote it), or render it "
+        "with a data template (templates.data) and place it with Composer.user()"
     )
     if settings().mode == "report":
         _log.warning("report mode, let pass: %s", message, extra={"veridic_sink": template})

@@ -18,6 +18,12 @@ filters that call ``str()`` on their input. So their input is checked first:
   space, ``/``, ``>`` or ``=``) is a ``TemplateError`` naming the expression, not
   jinja2's bare ``TypeError`` or ``ValueError`` quoting the key whole.
 
+In an instruction template each of these checks is ``_runtime.check_written``, which
+also refuses a value whose own code (its ``__str__``, ``__repr__``, ``__html__``) writes
+untrusted text: ``{{ tier | upper }}`` wrote what the member's ``__str__`` returned. The
+arguments of a filter that writes its input (``|replace('a', x)``) are checked as ``~``
+checks what it joins, and ``|join``'s as its items.
+
 A filter that reads its input as a value (``|int``, ``|first``, :data:`READ_AS_A_VALUE`)
 is checked the same two ways for a method, a call whose parentheses were left out:
 ``|int`` made it 0 without a word (:func:`valued`).
@@ -35,13 +41,21 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from jinja2 import Undefined, nodes
+from jinja2.exceptions import FilterArgumentError
 from jinja2.filters import make_attrgetter
 from jinja2.nodes import EvalContext
 
 from veridic._sample import clip
 from veridic._words import a_type
-from veridic.errors import TemplateError
-from veridic.templates._runtime import SCALARS, refuse_address, refuse_callable, template_line
+from veridic.errors import ProvenanceError, TemplateError
+from veridic.templates._runtime import (
+    SCALARS,
+    check_written,
+    refuse_address,
+    refuse_callable,
+    template_line,
+    unwrapped,
+)
 
 __all__ = [
     "EXPRESSION",
@@ -53,6 +67,7 @@ __all__ = [
     "valued",
     "written",
     "written_filters",
+    "written_in_instruction",
 ]
 
 EXPRESSION: Final = "veridic_expression"
@@ -121,6 +136,15 @@ def written(value: object, doing: str) -> object:
     return value
 
 
+def written_in_instruction(value: object, doing: str) -> object:
+    """``value``, the input of a filter that writes it as text in an instruction template,
+    once :func:`~veridic.templates._runtime.check_written` passed it (compiled inline for
+    plain text and numbers, which pass): ``{{ tier | upper }}`` wrote what the member's
+    ``__str__`` returned, outside text or not."""
+    check_written(value, template_line, doing)
+    return value
+
+
 def valued(value: object, doing: str) -> object:
     """``value``, the input of a filter that reads it as a value (:data:`READ_AS_A_VALUE`),
     once checked not to be a method (compiled inline for text and numbers, see ``_env``).
@@ -133,20 +157,28 @@ def valued(value: object, doing: str) -> object:
 
 
 def written_filters(
-    filters: Mapping[str, Callable[..., object]],
+    filters: Mapping[str, Callable[..., object]], *, instruction: bool
 ) -> dict[str, Callable[..., object]]:
     """``filters`` with those of :data:`WRAPPED` wrapped (the function under the name,
-    which in a sandbox is already bounded: the check runs first, then the bounds)."""
+    which in a sandbox is already bounded: the check runs first, then the bounds), and
+    ``|reverse``, whose refusals of what it reads keep their message. In an
+    ``instruction`` template, what ``|join`` and ``|xmlattr`` write is checked by
+    :func:`~veridic.templates._runtime.check_written`, else for an address alone."""
+    check = _checked_in_instruction if instruction else _written
     wrapped = dict(filters)
-    wrapped["join"] = _join(filters["join"])
+    wrapped["join"] = _join(filters["join"], check)
     wrapped["tojson"] = _tojson(filters["tojson"])
-    wrapped["xmlattr"] = _xmlattr(filters["xmlattr"])
+    wrapped["xmlattr"] = _xmlattr(filters["xmlattr"], check)
+    wrapped["reverse"] = _reverse(filters["reverse"])
     return wrapped
 
 
-def _join(function: Callable[..., object]) -> Callable[..., object]:
-    """``|join``, each item it writes checked (after ``attribute=`` is read from it: the
-    objects may print their address, their names do not)."""
+def _join(
+    function: Callable[..., object], check: Callable[[object, str], None]
+) -> Callable[..., object]:
+    """``|join``, each item it writes checked by ``check`` (after ``attribute=`` is read
+    from it: the objects may print their address, their names do not), and the text it
+    joins them with."""
 
     def join(
         eval_ctx: EvalContext,
@@ -156,31 +188,41 @@ def _join(function: Callable[..., object]) -> Callable[..., object]:
         **options: Any,
     ) -> object:
         expression = options.pop(EXPRESSION, None)
+        doing = gives("join", expression)
+        check(d, doing)
         if attribute is not None:
             value = map(make_attrgetter(eval_ctx.environment, attribute), value)
         if type(value) is list or type(value) is tuple:
             for item in value:
-                if type(item) not in SCALARS:  # text and numbers pass: nothing to call
-                    refuse_address(item, template_line, gives("join", expression))
+                check(item, doing)
         else:  # an iterator is read once, item by item, as join reads it
-            value = _each_written(value, gives("join", expression))
+            value = _each_written(value, doing, check)
         return function(eval_ctx, value, d, **options)
 
     return _like(join, function)
 
 
-def _each_written(items: Iterable[object], doing: str) -> Iterator[object]:
+def _each_written(
+    items: Iterable[object], doing: str, check: Callable[[object, str], None]
+) -> Iterator[object]:
     for item in items:
-        _written(item, doing)
+        check(item, doing)
         yield item
 
 
 def _written(item: object, doing: str) -> None:
-    if type(item) not in SCALARS:
+    if type(item) not in SCALARS:  # text and numbers pass: nothing to call
         refuse_address(item, template_line, doing)
 
 
-def _xmlattr(function: Callable[..., object]) -> Callable[..., object]:
+def _checked_in_instruction(item: object, doing: str) -> None:
+    if type(item) not in SCALARS:
+        check_written(item, template_line, doing)
+
+
+def _xmlattr(
+    function: Callable[..., object], check: Callable[[object, str], None]
+) -> Callable[..., object]:
     """``|xmlattr``, each value it writes checked (``{'a': persona.upper} | xmlattr`` wrote
     ``a="&lt;built-in method upper of ... at 0x7f43...&gt;"``); a ``None`` or undefined
     value it leaves out, a key is text (jinja2 refuses any other).
@@ -198,7 +240,7 @@ def _xmlattr(function: Callable[..., object]) -> Callable[..., object]:
             doing = gives("xmlattr", expression)
             for held in pairs.values():
                 if not isinstance(held, Undefined):  # left out, not written
-                    _written(held, doing)
+                    check(held, doing)
             value = pairs
         try:
             return function(eval_ctx, value, *arguments, **options)
@@ -244,13 +286,31 @@ def _tojson(function: Callable[..., object]) -> Callable[..., object]:
         except (TypeError, ValueError) as error:
             template, line = template_line()
             raise TemplateError(
-                f"template {template!r}{line} {gives('tojson', expression)} {a_type(value)}"
-                f" ({clip(repr(value))}), which JSON cannot write ({error}): pass text, "
+                f"template {template!r}{line} {gives('tojson', expression)} "
+                f"{a_type(unwrapped(value))} ({clip(repr(value))}), which JSON cannot write "
+                f"({error}): pass text, "
                 "numbers, booleans, None, lists and dicts with text keys (a set as a sorted "
                 "list; call a method: persona.upper()), or write the value with other filters"
             ) from error
 
     return _like(tojson, function)
+
+
+def _reverse(function: Callable[..., object]) -> Callable[..., object]:
+    """``|reverse``, a refusal of what it reads raised as it is: jinja2 catches a
+    ``TypeError`` to try another way, and a ``ProvenanceError`` is one, so an application's
+    iterable holding untrusted text was refused as "argument must be iterable", naming
+    neither the text nor its source."""
+
+    def reverse(value: object, *arguments: Any, **options: Any) -> object:
+        try:
+            return function(value, *arguments, **options)
+        except FilterArgumentError as error:
+            if isinstance(error.__cause__, ProvenanceError):
+                raise error.__cause__ from None
+            raise
+
+    return _like(reverse, function)
 
 
 def gives(name: str, expression: object) -> str:
