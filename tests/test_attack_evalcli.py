@@ -218,3 +218,15 @@ def test_answers_of_two_models_in_one_record_are_warned_of_in_the_report(
     assert "model-a" in first and "model-b" in first
     assert main(["--report", str(out)]) == 0
     assert "more than one model" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_no_install_without_the_pinned_model_says_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("VERIDIC_EVAL_CACHE", str(tmp_path / "cache"))
+    argv = ["--no-install", "--limit", "1", "--schemes", "verbatim", "--quiet"]
+    assert main([*argv, "--out", str(tmp_path / "run.json")]) == 1
+    err = capsys.readouterr().err
+    assert install.QWEN_1_5B.file_name in err
+    assert "without --no-install" in err
+    assert "cache folder" not in err  # not an OSError read as a cache that cannot be made

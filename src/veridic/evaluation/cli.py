@@ -34,7 +34,13 @@ from veridic import __version__
 from veridic._model_runtime import endpoint_problem, gguf_problem
 from veridic.errors import VeridicError
 from veridic.evaluation import install
-from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend, retries_note
+from veridic.evaluation.backends import (
+    Backend,
+    BackendError,
+    EndpointBackend,
+    LlamaBackend,
+    retries_note,
+)
 from veridic.evaluation.corpora import CORPORA
 from veridic.evaluation.corpus import Case, select
 from veridic.evaluation.judge import judge
@@ -358,6 +364,8 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
         )
         return endpoint, {}
     if args.no_install:
+        if args.gguf is None:  # the install checks it otherwise
+            install.check_cache(cache)
         model = args.gguf or cache / "models" / install.QWEN_1_5B.file_name
     else:
         install.ensure_runtime(cache, log=_log)
@@ -367,8 +375,11 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
         # Room for the prompts (which fit the default window with the default budgets)
         # and for the whole answer budget asked for on top of them.
         window = N_CTX if args.max_tokens is None else N_CTX + args.max_tokens
+    # Hashed before it is loaded: llama.cpp's GGUF parser is C code, and a file that is
+    # not the pinned model is refused before it reads a byte of it.
+    sha256 = _model_sha256(model, pinned=args.gguf is None)
     backend = LlamaBackend(model, n_threads=args.threads, n_ctx=window)
-    return backend, {"model sha256": _model_sha256(model, pinned=args.gguf is None)}
+    return backend, {"model sha256": sha256}
 
 
 def _sending_default_key(endpoint: str) -> str:
@@ -405,10 +416,23 @@ def _model_sha256(model: Path, *, pinned: bool) -> str:
     loaded whatever file sat there while the record claimed the pinned hash.
 
     Raises:
-        InstallError: the file at the pinned model's path is another file.
+        InstallError: the file at the pinned model's path is missing or another file.
+        BackendError: a ``--gguf`` file cannot be read.
     """
-    found = install.sha256_file(model)
     pin = install.QWEN_1_5B
+    try:
+        found = install.sha256_file(model)
+    except OSError as error:
+        if pinned:
+            raise install.InstallError(
+                f"--no-install: the pinned model {pin.file_name} is not in the cache "
+                f"({model}: {error.strerror or error}): rerun without --no-install to "
+                "install it, or pass a model as --gguf PATH"
+            ) from None
+        raise BackendError(
+            f"--gguf {model} cannot be read ({error.strerror or error}): pass a file you "
+            "can read"
+        ) from None
     if pinned and found != pin.sha256:
         raise install.InstallError(
             f"{model} has sha256 {found}, not the pinned {pin.sha256} of {pin.file_name}: "
