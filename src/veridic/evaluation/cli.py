@@ -6,14 +6,16 @@ the table. ``--gguf PATH`` runs another local model, ``--endpoint URL --model NA
 model behind an OpenAI-compatible API (the key, if one is needed, is read from the
 environment variable named by ``--api-key-env``).
 
-A run that stops midway (the endpoint fails or rate-limits, Ctrl-C) keeps the answers
+A run that stops midway (the endpoint fails or rate-limits, Ctrl-C, a SIGTERM from a
+cancelled CI job, a SIGHUP from a closed terminal) keeps the answers
 already given: the record at ``--out`` holds them, its setup says ``incomplete``, and the
 same command with ``--resume`` asks only the cases it lacks (and judges the answers it
 kept again, so the record is the one an uninterrupted run writes). The record and
 ``--markdown`` are checked to be writable before the model is asked anything.
 
 Exit status: 0 when the measurement ran, 1 when it could not (install, model or endpoint
-failure), 2 for a usage error, 130 when interrupted.
+failure), 2 for a usage error, 130 when interrupted (Ctrl-C), 143 when terminated
+(SIGTERM), 129 when hung up (SIGHUP).
 """
 
 from __future__ import annotations
@@ -22,12 +24,16 @@ import argparse
 import ipaddress
 import math
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Final
 from urllib.parse import urlsplit
 
 from veridic import __version__
@@ -154,7 +160,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="exit status: 0: the measurement ran (the table is printed); 1: it could "
         "not (install, model or endpoint failure; the answers given so far are kept in "
         "--out, and the same command with --resume asks only the rest); 2: a usage error; "
-        "130: interrupted (Ctrl-C; the answers are kept, as for 1)",
+        "130, 143, 129: interrupted (Ctrl-C), terminated (SIGTERM), hung up (SIGHUP); the "
+        "answers are kept, as for 1",
     )
     model = parser.add_argument_group("model (default: the pinned Qwen2.5-Coder-1.5B, cached)")
     model.add_argument("--gguf", type=Path, help="a local GGUF chat model (llama-cpp-python)")
@@ -532,7 +539,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     kept = {(r.scheme, r.case.id): r for r in _judged_again(earlier)}
     new: list[CaseResult] = []
-    stopped, status, unexpected = _ask(backend, chosen, kept, new, budget, quiet=args.quiet)
+    with _signals_stop_the_run():
+        stopped, status, unexpected = _ask(backend, chosen, kept, new, budget, quiet=args.quiet)
     answers = {**kept, **{(r.scheme, r.case.id): r for r in new}}
     # In the order of the run, whatever order the answers came in: a resumed run's
     # record is the file an uninterrupted one writes.
@@ -640,9 +648,54 @@ def _ask(
         return str(error), 1, None
     except KeyboardInterrupt:
         return "interrupted (Ctrl-C)", 130, None
+    except _Terminated as signalled:
+        name = signal.Signals(signalled.signum).name
+        return f"stopped by {name} (a CI job cancelled, a closed terminal)", 128 + signalled.signum, None
     except Exception as error:  # a bug: its traceback follows, after the answers are saved
         return f"stopped by {type(error).__name__}: {error}", 1, error
     return None, 0, None
+
+
+class _Terminated(BaseException):
+    """The run was sent ``signum`` (SIGTERM, SIGHUP): a BaseException, as Ctrl-C's is, so
+    that no ``except Exception`` on the way (the HTTP client's) takes it for an error."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+_STOPPING_SIGNALS: Final = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""What ends a run besides Ctrl-C: a CI job cancelled or timed out, ``timeout``, ``kill``,
+``docker stop`` (SIGTERM), the terminal it ran in closed (SIGHUP)."""
+
+
+@contextmanager
+def _signals_stop_the_run() -> Iterator[None]:
+    """While the model is asked, SIGTERM and SIGHUP stop the run as Ctrl-C does.
+
+    Their default is to end the process at once: the record is written when the run
+    ends, so an hour of answers was lost to a cancelled CI job, without a word. Raised
+    as :class:`_Terminated` instead, they leave the answers given to be kept, and the
+    exit status is the shell's for the signal (128 + its number). Only the main thread
+    can set a handler; elsewhere (a test's thread) the defaults stay.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        del frame
+        raise _Terminated(signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in _STOPPING_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _same_file(markdown: Path, records: Sequence[Path]) -> str | None:
