@@ -230,3 +230,23 @@ def test_no_install_without_the_pinned_model_says_to_install_it(
     assert install.QWEN_1_5B.file_name in err
     assert "without --no-install" in err
     assert "cache folder" not in err  # not an OSError read as a cache that cannot be made
+
+
+# --- a key on the command line ------------------------------------------------------------------
+
+
+@NEEDS_HTTP
+def test_a_password_in_the_endpoint_url_is_said_to_be_seen_by_every_user(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `--endpoint https://me:KEY@host/v1` worked, and the key sat in the command line,
+    # which every user of the machine reads in its process list (ps, /proc/PID/cmdline)
+    # for the hour the run takes, and which the shell's history keeps: nothing said so,
+    # nor where a key is kept out of sight.
+    url = server.url.replace("http://", "http://me:s3cret-key@")
+    out = tmp_path / "run.json"
+    assert main(endpoint_argv(url, out, "--limit", "1")) == 0
+    err = capsys.readouterr().err
+    assert "process list" in err
+    assert "VERIDIC_EVAL_API_KEY" in err
+    assert "s3cret-key" not in err

@@ -359,6 +359,8 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
         key = os.environ.get(args.api_key_env or API_KEY_ENV) or None
         if key is not None and args.api_key_env is None:
             _log(f"veridic.evaluation: {_sending_default_key(args.endpoint)}")
+        if urlsplit(args.endpoint).password:
+            _log(f"veridic.evaluation: {_PASSWORD_IN_ARGV}")
         timeout = {} if args.timeout is None else {"timeout": args.timeout}
         endpoint = EndpointBackend(
             args.endpoint,
@@ -387,6 +389,16 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
     sha256 = _model_sha256(model, pinned=args.gguf is None)
     backend = LlamaBackend(model, n_threads=args.threads, n_ctx=window)
     return backend, {"model sha256": sha256}
+
+
+_PASSWORD_IN_ARGV: Final = (
+    "warning: --endpoint holds a password, which every user of this machine can read in "
+    "its process list (ps, /proc/PID/cmdline) while the run lasts, and which your shell's "
+    f"history keeps: put the key in {API_KEY_ENV} (or the variable --api-key-env names) "
+    "instead, where it is sent as a bearer token"
+)
+"""Said when ``--endpoint`` carries ``user:password@``: it works (sent as basic auth),
+but the command line is not a secret."""
 
 
 def _sending_default_key(endpoint: str) -> str:
