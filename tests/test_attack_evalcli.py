@@ -55,9 +55,7 @@ def _no_command(command: Sequence[str], env: Mapping[str, str]) -> None:
         ),
     ],
 )
-def test_an_install_from_a_cache_others_can_write_to_is_refused(
-    tmp_path: Path, mode: int
-) -> None:
+def test_an_install_from_a_cache_others_can_write_to_is_refused(tmp_path: Path, mode: int) -> None:
     # VERIDIC_EVAL_CACHE=/tmp/veridic-eval on a shared machine, made by someone else
     # first, or left writable to all: the installer pip-installed the wheel whose hash
     # sat in a record beside it in that folder, so whoever could write there chose the
@@ -71,7 +69,8 @@ def test_an_install_from_a_cache_others_can_write_to_is_refused(
         install.ensure_model(cache, run=_no_command, log=lambda line: None)
     message = str(raised.value)
     assert str(cache) in message
-    assert "chmod" in message and "VERIDIC_EVAL_CACHE" in message
+    assert "chmod" in message
+    assert "VERIDIC_EVAL_CACHE" in message
 
 
 @pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
@@ -215,7 +214,8 @@ def test_answers_of_two_models_in_one_record_are_warned_of_in_the_report(
     report = capsys.readouterr().out
     first = report.splitlines()[0]
     assert "more than one model" in first
-    assert "model-a" in first and "model-b" in first
+    assert "model-a" in first
+    assert "model-b" in first
     assert main(["--report", str(out)]) == 0
     assert "more than one model" in capsys.readouterr().out.splitlines()[0]
 

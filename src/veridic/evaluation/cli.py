@@ -160,8 +160,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="exit status: 0: the measurement ran (the table is printed); 1: it could "
         "not (install, model or endpoint failure; the answers given so far are kept in "
         "--out, and the same command with --resume asks only the rest); 2: a usage error; "
-        "130, 143, 129: interrupted (Ctrl-C), terminated (SIGTERM), hung up (SIGHUP); the "
-        "answers are kept, as for 1",
+        "130: interrupted (Ctrl-C), 143: terminated (SIGTERM), 129: hung up (SIGHUP); in "
+        "each the answers are kept, as for 1",
     )
     model = parser.add_argument_group("model (default: the pinned Qwen2.5-Coder-1.5B, cached)")
     model.add_argument("--gguf", type=Path, help="a local GGUF chat model (llama-cpp-python)")
@@ -449,8 +449,7 @@ def _model_sha256(model: Path, *, pinned: bool) -> str:
                 "install it, or pass a model as --gguf PATH"
             ) from None
         raise BackendError(
-            f"--gguf {model} cannot be read ({error.strerror or error}): pass a file you "
-            "can read"
+            f"--gguf {model} cannot be read ({error.strerror or error}): pass a file you can read"
         ) from None
     if pinned and found != pin.sha256:
         raise install.InstallError(
@@ -515,7 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     started = time.perf_counter()
     try:
-        cache.mkdir(parents=True, exist_ok=True)
+        cache.mkdir(mode=0o700, parents=True, exist_ok=True)  # its owner's alone
         if args.install_only:
             install.ensure_runtime(cache, log=_log)
             print(args.gguf or install.ensure_model(cache, log=_log))
@@ -662,7 +661,8 @@ def _ask(
         return "interrupted (Ctrl-C)", 130, None
     except _Terminated as signalled:
         name = signal.Signals(signalled.signum).name
-        return f"stopped by {name} (a CI job cancelled, a closed terminal)", 128 + signalled.signum, None
+        why = f"stopped by {name} (a CI job cancelled or timed out, a closed terminal)"
+        return why, 128 + signalled.signum, None
     except Exception as error:  # a bug: its traceback follows, after the answers are saved
         return f"stopped by {type(error).__name__}: {error}", 1, error
     return None, 0, None
