@@ -6,14 +6,16 @@ the table. ``--gguf PATH`` runs another local model, ``--endpoint URL --model NA
 model behind an OpenAI-compatible API (the key, if one is needed, is read from the
 environment variable named by ``--api-key-env``).
 
-A run that stops midway (the endpoint fails or rate-limits, Ctrl-C) keeps the answers
+A run that stops midway (the endpoint fails or rate-limits, Ctrl-C, a SIGTERM from a
+cancelled CI job, a SIGHUP from a closed terminal) keeps the answers
 already given: the record at ``--out`` holds them, its setup says ``incomplete``, and the
 same command with ``--resume`` asks only the cases it lacks (and judges the answers it
 kept again, so the record is the one an uninterrupted run writes). The record and
 ``--markdown`` are checked to be writable before the model is asked anything.
 
 Exit status: 0 when the measurement ran, 1 when it could not (install, model or endpoint
-failure), 2 for a usage error, 130 when interrupted.
+failure), 2 for a usage error, 130 when interrupted (Ctrl-C), 143 when terminated
+(SIGTERM), 129 when hung up (SIGHUP).
 """
 
 from __future__ import annotations
@@ -22,19 +24,29 @@ import argparse
 import ipaddress
 import math
 import os
+import signal
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Final
 from urllib.parse import urlsplit
 
 from veridic import __version__
 from veridic._model_runtime import endpoint_problem, gguf_problem
 from veridic.errors import VeridicError
 from veridic.evaluation import install
-from veridic.evaluation.backends import Backend, EndpointBackend, LlamaBackend, retries_note
+from veridic.evaluation.backends import (
+    Backend,
+    BackendError,
+    EndpointBackend,
+    LlamaBackend,
+    retries_note,
+)
 from veridic.evaluation.corpora import CORPORA
 from veridic.evaluation.corpus import Case, select
 from veridic.evaluation.judge import judge
@@ -148,7 +160,8 @@ def _parser() -> argparse.ArgumentParser:
         epilog="exit status: 0: the measurement ran (the table is printed); 1: it could "
         "not (install, model or endpoint failure; the answers given so far are kept in "
         "--out, and the same command with --resume asks only the rest); 2: a usage error; "
-        "130: interrupted (Ctrl-C; the answers are kept, as for 1)",
+        "130: interrupted (Ctrl-C), 143: terminated (SIGTERM), 129: hung up (SIGHUP); in "
+        "each the answers are kept, as for 1",
     )
     model = parser.add_argument_group("model (default: the pinned Qwen2.5-Coder-1.5B, cached)")
     model.add_argument("--gguf", type=Path, help="a local GGUF chat model (llama-cpp-python)")
@@ -346,6 +359,8 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
         key = os.environ.get(args.api_key_env or API_KEY_ENV) or None
         if key is not None and args.api_key_env is None:
             _log(f"veridic.evaluation: {_sending_default_key(args.endpoint)}")
+        if urlsplit(args.endpoint).password:
+            _log(f"veridic.evaluation: {_PASSWORD_IN_ARGV}")
         timeout = {} if args.timeout is None else {"timeout": args.timeout}
         endpoint = EndpointBackend(
             args.endpoint,
@@ -358,6 +373,8 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
         )
         return endpoint, {}
     if args.no_install:
+        if args.gguf is None:  # the install checks it otherwise
+            install.check_cache(cache)
         model = args.gguf or cache / "models" / install.QWEN_1_5B.file_name
     else:
         install.ensure_runtime(cache, log=_log)
@@ -367,8 +384,21 @@ def _backend(args: argparse.Namespace, cache: Path) -> tuple[Backend, dict[str, 
         # Room for the prompts (which fit the default window with the default budgets)
         # and for the whole answer budget asked for on top of them.
         window = N_CTX if args.max_tokens is None else N_CTX + args.max_tokens
+    # Hashed before it is loaded: llama.cpp's GGUF parser is C code, and a file that is
+    # not the pinned model is refused before it reads a byte of it.
+    sha256 = _model_sha256(model, pinned=args.gguf is None)
     backend = LlamaBackend(model, n_threads=args.threads, n_ctx=window)
-    return backend, {"model sha256": _model_sha256(model, pinned=args.gguf is None)}
+    return backend, {"model sha256": sha256}
+
+
+_PASSWORD_IN_ARGV: Final = (
+    "warning: --endpoint holds a password, which every user of this machine can read in "
+    "its process list (ps, /proc/PID/cmdline) while the run lasts, and which your shell's "
+    f"history keeps: put the key in {API_KEY_ENV} (or the variable --api-key-env names) "
+    "instead, where it is sent as a bearer token"
+)
+"""Said when ``--endpoint`` carries ``user:password@``: it works (sent as basic auth),
+but the command line is not a secret."""
 
 
 def _sending_default_key(endpoint: str) -> str:
@@ -405,10 +435,22 @@ def _model_sha256(model: Path, *, pinned: bool) -> str:
     loaded whatever file sat there while the record claimed the pinned hash.
 
     Raises:
-        InstallError: the file at the pinned model's path is another file.
+        InstallError: the file at the pinned model's path is missing or another file.
+        BackendError: a ``--gguf`` file cannot be read.
     """
-    found = install.sha256_file(model)
     pin = install.QWEN_1_5B
+    try:
+        found = install.sha256_file(model)
+    except OSError as error:
+        if pinned:
+            raise install.InstallError(
+                f"--no-install: the pinned model {pin.file_name} is not in the cache "
+                f"({model}: {error.strerror or error}): rerun without --no-install to "
+                "install it, or pass a model as --gguf PATH"
+            ) from None
+        raise BackendError(
+            f"--gguf {model} cannot be read ({error.strerror or error}): pass a file you can read"
+        ) from None
     if pinned and found != pin.sha256:
         raise install.InstallError(
             f"{model} has sha256 {found}, not the pinned {pin.sha256} of {pin.file_name}: "
@@ -472,7 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     started = time.perf_counter()
     try:
-        cache.mkdir(parents=True, exist_ok=True)
+        cache.mkdir(mode=0o700, parents=True, exist_ok=True)  # its owner's alone
         if args.install_only:
             install.ensure_runtime(cache, log=_log)
             print(args.gguf or install.ensure_model(cache, log=_log))
@@ -508,7 +550,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     kept = {(r.scheme, r.case.id): r for r in _judged_again(earlier)}
     new: list[CaseResult] = []
-    stopped, status, unexpected = _ask(backend, chosen, kept, new, budget, quiet=args.quiet)
+    with _signals_stop_the_run():
+        stopped, status, unexpected = _ask(backend, chosen, kept, new, budget, quiet=args.quiet)
     answers = {**kept, **{(r.scheme, r.case.id): r for r in new}}
     # In the order of the run, whatever order the answers came in: a resumed run's
     # record is the file an uninterrupted one writes.
@@ -616,9 +659,55 @@ def _ask(
         return str(error), 1, None
     except KeyboardInterrupt:
         return "interrupted (Ctrl-C)", 130, None
+    except _Terminated as signalled:
+        name = signal.Signals(signalled.signum).name
+        why = f"stopped by {name} (a CI job cancelled or timed out, a closed terminal)"
+        return why, 128 + signalled.signum, None
     except Exception as error:  # a bug: its traceback follows, after the answers are saved
         return f"stopped by {type(error).__name__}: {error}", 1, error
     return None, 0, None
+
+
+class _Terminated(BaseException):
+    """The run was sent ``signum`` (SIGTERM, SIGHUP): a BaseException, as Ctrl-C's is, so
+    that no ``except Exception`` on the way (the HTTP client's) takes it for an error."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+_STOPPING_SIGNALS: Final = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""What ends a run besides Ctrl-C: a CI job cancelled or timed out, ``timeout``, ``kill``,
+``docker stop`` (SIGTERM), the terminal it ran in closed (SIGHUP)."""
+
+
+@contextmanager
+def _signals_stop_the_run() -> Iterator[None]:
+    """While the model is asked, SIGTERM and SIGHUP stop the run as Ctrl-C does.
+
+    Their default is to end the process at once: the record is written when the run
+    ends, so an hour of answers was lost to a cancelled CI job, without a word. Raised
+    as :class:`_Terminated` instead, they leave the answers given to be kept, and the
+    exit status is the shell's for the signal (128 + its number). Only the main thread
+    can set a handler; elsewhere (a test's thread) the defaults stay.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        del frame
+        raise _Terminated(signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in _STOPPING_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _same_file(markdown: Path, records: Sequence[Path]) -> str | None:

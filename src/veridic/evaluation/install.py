@@ -53,6 +53,7 @@ import os
 import platform
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,7 @@ __all__ = [
     "assemble_model",
     "build_runtime",
     "cache_dir",
+    "check_cache",
     "cmake_args",
     "ensure_model",
     "ensure_runtime",
@@ -285,7 +287,7 @@ def _cache_locked(cache: Path, log: Log) -> Iterator[None]:
         InstallError: the lock file is in use (``fcntl`` missing, or the folder cannot
             be locked) and another install holds it, or it cannot be written.
     """
-    cache.mkdir(parents=True, exist_ok=True)
+    check_cache(cache)
     fcntl = _fcntl()
     if fcntl is None:
         with _lock_file(cache):
@@ -301,6 +303,53 @@ def _cache_locked(cache: Path, log: Log) -> Iterator[None]:
     if not locked:
         with _lock_file(cache):
             yield
+
+
+def check_cache(cache: Path) -> None:
+    """Make ``cache`` if it is missing (for its owner alone), and refuse it if anyone but
+    its owner could write to it or to a folder around it.
+
+    The install trusts what it finds there: a wheel is checked against the sha256
+    recorded beside it, in the same folder, and then ``pip install``-ed; the model is
+    loaded from it. A cache others can write to (``VERIDIC_EVAL_CACHE=/tmp/veridic-eval``
+    on a shared machine, made by someone else first) let them choose both the wheel and
+    its record, so the code the install runs. A folder around it that others can write
+    to lets them rename the cache away and put theirs in its place; a sticky one (``/tmp``)
+    does not. A folder writable by the user's own primary group is taken as the user's:
+    that is what a umask of 002 with one group per user makes.
+
+    Raises:
+        InstallError: the cache, or a folder around it, is owned by another user (not
+            root) or writable by others; the message names it and what to do.
+    """
+    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not hasattr(os, "getuid"):  # Windows: its permissions are not modes
+        return
+    resolved = cache.resolve()
+    for folder in (resolved, *resolved.parents):
+        problem = _writable_by_others(folder, around=folder != resolved)
+        if problem is not None:
+            raise InstallError(
+                f"the cache folder {cache} is not yours alone: {folder} {problem}, so "
+                "whoever else can write there could choose the code this install runs and "
+                "the model it loads; nothing was installed or loaded. Set "
+                "VERIDIC_EVAL_CACHE to a folder only you can write to (the default is "
+                f"~/.cache/veridic-eval), or, if {folder} is yours, chmod go-w {folder}"
+            )
+
+
+def _writable_by_others(folder: Path, *, around: bool) -> str | None:
+    """Who but this user could write to ``folder`` (``around``: a folder the cache is in,
+    where a sticky bit keeps others from renaming what is not theirs), or ``None``."""
+    status = folder.stat()
+    if status.st_uid not in (os.getuid(), 0):
+        return f"is owned by user {status.st_uid}"
+    sticky = around and status.st_mode & stat.S_ISVTX
+    if status.st_mode & stat.S_IWOTH and not sticky:
+        return "can be written by every user"
+    if status.st_mode & stat.S_IWGRP and status.st_gid != os.getgid() and not sticky:
+        return f"can be written by group {status.st_gid}"
+    return None
 
 
 def _flocked(fcntl: ModuleType, folder: int, cache: Path, log: Log) -> bool:

@@ -273,6 +273,27 @@ def _incomplete(meta: Mapping[str, str]) -> list[str]:
     ]
 
 
+def _more_than_one_model(meta: Mapping[str, str]) -> list[str]:
+    """The warning that opens a report of answers the endpoint gave as more than one model
+    (none when its answers named one, or none).
+
+    A router or a load balancer may swap the model behind one name, and a run resumed
+    after the server was given another model keeps the first one's answers: the record's
+    ``served model`` lists each name the answers gave, but the table's rates mix them
+    under one model's name, and only the setup line at its foot said so.
+    """
+    names = [name for name in meta.get("served model", "").split(", ") if name]
+    if len(names) < 2:
+        return []
+    return [
+        f"**Warning: answers of more than one model**: the endpoint answered as "
+        f"{', '.join(names)}, so the rates below mix their answers (a router or a load "
+        "balancer that swapped the model, or a run resumed after the server changed it): "
+        "measure again against an endpoint that serves one model.",
+        "",
+    ]
+
+
 def _another_version(results: Sequence[CaseResult]) -> list[str]:
     """The warning that opens a report of answers this version would not have asked or
     judged so (none when every one is this version's).
@@ -399,7 +420,7 @@ def markdown(
     summaries = summarise(results)
     names = list(summaries)
     base = baseline if baseline in summaries else (names[0] if names else None)
-    lines = _incomplete(meta) + _another_version(results)
+    lines = _more_than_one_model(meta) + _incomplete(meta) + _another_version(results)
     lines += [
         "| scheme | attack success: followed | canary anywhere | utility, clean task | "
         "summary correct under attack | tokens per block | over verbatim | % of data | "
