@@ -50,6 +50,7 @@ from veridic import (
     InstructionField,
     ModelGateway,
     PausedRun,
+    PlanError,
     ProvenanceError,
     ReasoningItem,
     Registry,
@@ -71,6 +72,7 @@ from veridic import (
 from veridic.testing import adversarial_text
 from veridic.text.fence import DATA_MODES, blocks_in, fence
 from veridic.tool import description_pin, tool_pin
+from veridic.tools.plan import _INVISIBLE as _INVISIBLE_IN_AN_ID
 
 CANARY: Final = "CANARY-5e1d"
 """A word no code of veridic or of this test writes: wherever it shows up, outside text put it."""
@@ -726,6 +728,11 @@ def plan_notice(payload: str, shape: Shape) -> Sent:
             "depends_on": [f"s{CANARY}{payload}"],
         },
     ]
+    if _INVISIBLE_IN_AN_ID.search(payload):
+        # An id holding an invisible character is refused by name (a reader sees another id).
+        with pytest.raises(PlanError, match="invisible character U\\+"):
+            normalize_plan(steps, view)
+        return Sent(())
     plan = normalize_plan(steps, view)
     with pytest.raises(ProvenanceError):
         Composer().system(plan.notice)  # type: ignore[arg-type]  # the refusal under test
