@@ -143,6 +143,9 @@ def fresh(count: int) -> Box[str]:
     setattr(local, "item", reply)  # noqa: B010
     vars(local)["item"] = reply
     local.__dict__.update(item=reply)
+    local.__setattr__("item", reply)
+    namespace = vars(local)
+    namespace["spare"] = reply
 
     def nested() -> None:
         inner = Box(reply)

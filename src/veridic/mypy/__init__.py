@@ -507,6 +507,7 @@ def _checked_through_super(plugin: VeridicPlugin, ctx: _Context, checker: TypeCh
 _PER_BUILD: Final = (
     "_attribute_writes",
     "_forging",
+    "_fresh",
     "_item_writes",
     "_notes",
     "_fields",

@@ -31,7 +31,8 @@ An attribute typed by its class's type variables is judged as the object may hol
 by the object's type (``Holder[TrustedInstruction]``), a covariant one that a
 ``TrustedInstruction`` can be held as filled with one (a ``Box[str]`` may be a
 ``Box[TrustedInstruction]``, as ``_covariant_writes`` says), where a value that holds no
-text (a number, ``None``) is accepted.
+text (a number, ``None``) is accepted; an object its function made itself (``_fresh``)
+is held as it was made.
 
 A value typed ``Any`` is ``veridic-any``, as ``page.prompt = loose`` is: into an attribute
 named in the code, or named by text not known there (``for key, value in data.items():
@@ -103,6 +104,7 @@ from veridic.mypy import _names, errorcodes
 from veridic.mypy._any_declared import callee_formals, holds_trusted, may_be_text
 from veridic.mypy._any_guard import is_any
 from veridic.mypy._forging import trusted_instance
+from veridic.mypy._fresh import made
 from veridic.mypy._namespace import checked_here, writable
 from veridic.mypy._rebinding import every_statement
 
@@ -152,6 +154,10 @@ def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecke
     owner = _object_of(ctx.arg_types[0][0]) if len(ctx.args) == 3 else _bound_to(ctx)
     if owner is None:
         return
+    if len(ctx.args) == 3:
+        owner = _as_made(checker, ctx.args[0][0], owner)
+    elif isinstance(ctx.context, CallExpr) and isinstance(ctx.context.callee, MemberExpr):
+        owner = _as_made(checker, ctx.context.callee.expr, owner)
     name = ctx.args[-2][0]
     if _forwards(checker, name):
         return
@@ -420,7 +426,7 @@ def _owner(expr: Expression, checker: TypeChecker, held: _Held) -> tuple[_Owner,
     else:
         return None
     typ = get_proper_type(checker.lookup_type_or_none(owner))
-    return (typ, how) if isinstance(typ, Instance) else None
+    return (_as_made(checker, owner, typ), how) if isinstance(typ, Instance) else None
 
 
 def _filled(call: CallExpr, checker: TypeChecker) -> Iterator[tuple[str | None, Type]]:
@@ -531,10 +537,27 @@ _WIDER_FIX: Final = (
 against the view (``Box[str]``), not the object (``Box[TrustedInstruction]``)."""
 
 
-_Owner = Instance | TypeInfo
+class _Made(NamedTuple):
+    """An object its function made itself (``_fresh``): no narrower view of it exists, so
+    it holds its attributes as it was made, whatever the view written through."""
+
+    view: Instance
+    """The object's type where it is written: ``Box[str]``."""
+    made: Instance
+    """The type the call that made it gave it: ``Box[str]``, or ``TrustedBox``, which
+    fills the variable with ``TrustedInstruction``."""
+
+
+_Owner = Instance | TypeInfo | _Made
 """The object whose attribute is written: an instance, with its type's arguments
-(``Box[str]``), or a class (or an instance whose type the plugin reads no arguments of:
-``super()``'s)."""
+(``Box[str]``), one its function made itself, or a class (or an instance whose type the
+plugin reads no arguments of: ``super()``'s)."""
+
+
+def _as_made(checker: TypeChecker, expr: Expression, owner: _Owner) -> _Owner:
+    """``owner``, the object ``expr`` gives, as :class:`_Made` when its function made it."""
+    typ = made(checker, expr)
+    return owner if typ is None or not isinstance(owner, Instance) else _Made(owner, typ)
 
 
 class _Declared(NamedTuple):
@@ -552,6 +575,8 @@ class _Declared(NamedTuple):
 
 
 def _info(owner: _Owner) -> TypeInfo:
+    if isinstance(owner, _Made):
+        return owner.view.type
     return owner.type if isinstance(owner, Instance) else owner
 
 
@@ -588,12 +613,18 @@ def _as_held(checker: TypeChecker, owner: _Owner, attribute: Var) -> _Declared |
     if written is None:
         return None
     defined_in = attribute.info
-    if isinstance(owner, TypeInfo) or all(base is not defined_in for base in owner.type.mro):
+    instance = owner.view if isinstance(owner, _Made) else owner
+    if isinstance(instance, TypeInfo) or all(base is not defined_in for base in instance.type.mro):
         return _Declared(written, written, written)  # a class's, or not the class's own
-    view = map_instance_to_supertype(owner, defined_in)
+    view = map_instance_to_supertype(instance, defined_in)
+    seen = expand_type_by_instance(written, view)
+    if isinstance(owner, _Made):
+        if all(base is not defined_in for base in owner.made.type.mro):
+            return _Declared(written, seen, seen)
+        as_made = map_instance_to_supertype(owner.made, defined_in)
+        return _Declared(written, seen, expand_type_by_instance(written, as_made))
     trusted = trusted_instance(checker)
     widest = None if trusted is None else held_view(view, defined_in, trusted)
-    seen = expand_type_by_instance(written, view)
     held = seen if widest is None else expand_type_by_instance(written, widest)
     return _Declared(written, seen, held)
 
