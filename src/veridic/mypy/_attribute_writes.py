@@ -53,7 +53,7 @@ that holds ``vars`` and is bound to something else too).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Final, NamedTuple
 
 from mypy.checker import TypeChecker, infer_operator_assignment_method
@@ -63,12 +63,10 @@ from mypy.messages import format_type
 from mypy.nodes import (
     ARG_NAMED,
     ARG_POS,
-    ARG_STAR2,
     COVARIANT,
     AssignmentStmt,
     CallExpr,
     Context,
-    DictExpr,
     Expression,
     FuncDef,
     IndexExpr,
@@ -91,9 +89,7 @@ from mypy.types import (
     AnyType,
     CallableType,
     Instance,
-    TupleType,
     Type,
-    TypedDictType,
     TypeType,
     TypeVarType,
     UnionType,
@@ -101,11 +97,16 @@ from mypy.types import (
 )
 
 from veridic.mypy import _names, errorcodes
-from veridic.mypy._any_declared import callee_formals, holds_trusted, may_be_text
+from veridic.mypy._any_declared import (
+    callee_formals,
+    holds_trusted,
+    may_be_text,
+    may_hold_text,
+)
 from veridic.mypy._any_guard import is_any
 from veridic.mypy._forging import trusted_instance
 from veridic.mypy._fresh import made
-from veridic.mypy._namespace import checked_here, writable
+from veridic.mypy._namespace import FILLERS, checked_here, filled, items_of, writable
 from veridic.mypy._rebinding import every_statement
 
 WRITERS: Final = frozenset({"builtins.setattr", "builtins.object.__setattr__"})
@@ -115,10 +116,6 @@ _READERS: Final = frozenset({_VARS, _GETATTR})
 _NO_READERS: Final[Mapping[int, str]] = {}
 _WRITABLE: Final = "typing.MutableMapping"
 """What a parameter that can write a namespace passed to it is (``dict`` is one)."""
-_FILLERS: Final = frozenset({"update", "setdefault", "__setitem__", "__ior__"})
-"""Methods of a ``dict`` that write items into it (an instance's namespace)."""
-_KEYED: Final = frozenset({"setdefault", "__setitem__"})
-"""Fillers whose first argument is the key and whose second is the value."""
 
 _NOTED: set[str] = set()
 """Modules checked in this build whose code reaches an object's namespace."""
@@ -242,11 +239,11 @@ def report_namespaces(checker: TypeChecker) -> None:
         for expr in get_subexpressions(statement):
             if not isinstance(expr, CallExpr):
                 continue
-            if isinstance(expr.callee, MemberExpr) and expr.callee.name in _FILLERS:
+            if isinstance(expr.callee, MemberExpr) and expr.callee.name in FILLERS:
                 owner = _owner(expr.callee.expr, checker, held)
                 if owner is not None:
                     writer = f"{expr.callee.name}() through {owner[1]}"
-                    for key, typ in _filled(expr, checker):
+                    for key, typ in filled(expr, checker):
                         _check_write(checker, writer, owner[0], key, typ, expr)
             _check_passed(checker, expr, held)
 
@@ -323,7 +320,7 @@ def _check_operator(checker: TypeChecker, statement: OperatorAssignmentStmt, hel
     += reply`` (the item's operator, whose result is written back into the attribute)."""
     owner = _owner(statement.lvalue, checker, held)
     if owner is not None and statement.op == "|":
-        for key, typ in _items(statement.rvalue, checker):
+        for key, typ in items_of(statement.rvalue, checker):
             _check_write(checker, f"|= through {owner[1]}", owner[0], key, typ, statement)
         return
     target = statement.lvalue
@@ -427,53 +424,6 @@ def _owner(expr: Expression, checker: TypeChecker, held: _Held) -> tuple[_Owner,
         return None
     typ = get_proper_type(checker.lookup_type_or_none(owner))
     return (_as_made(checker, owner, typ), how) if isinstance(typ, Instance) else None
-
-
-def _filled(call: CallExpr, checker: TypeChecker) -> Iterator[tuple[str | None, Type]]:
-    """Each key (``None`` when not known in the code) and value type a filler's call puts
-    into the namespace: ``update(prompt=reply)``, ``update(data)``, ``setdefault(k, v)``."""
-    method = call.callee.name if isinstance(call.callee, MemberExpr) else ""
-    if method in _KEYED:
-        if len(call.args) == 2:
-            key = call.args[0]
-            typ = checker.lookup_type_or_none(call.args[1])
-            if typ is not None:
-                yield (key.value if isinstance(key, StrExpr) else None), typ
-        return
-    for arg, kind, name in zip(call.args, call.arg_kinds, call.arg_names, strict=True):
-        if kind == ARG_NAMED and name is not None:
-            typ = checker.lookup_type_or_none(arg)
-            if typ is not None:
-                yield name, typ
-        elif kind in (ARG_POS, ARG_STAR2):
-            yield from _items(arg, checker)
-
-
-def _items(mapping: Expression, checker: TypeChecker) -> Iterator[tuple[str | None, Type]]:
-    """Each key (``None`` when not known in the code) and value type of a mapping: a dict
-    display item by item, a ``TypedDict`` by its keys, another mapping by its value type."""
-    if isinstance(mapping, DictExpr):
-        for key, value in mapping.items:
-            if key is None:
-                yield from _items(value, checker)  # ``{**other}``
-                continue
-            typ = checker.lookup_type_or_none(value)
-            if typ is not None:
-                yield (key.value if isinstance(key, StrExpr) else None), typ
-        return
-    typ = get_proper_type(checker.lookup_type_or_none(mapping))
-    if isinstance(typ, AnyType):
-        yield None, typ
-    elif isinstance(typ, TypedDictType):
-        yield from typ.items.items()
-    elif isinstance(typ, Instance) and len(typ.args) == 2:
-        yield None, typ.args[1]  # dict[str, V], Mapping[str, V]
-    elif isinstance(typ, Instance) and len(typ.args) == 1:
-        pair = get_proper_type(typ.args[0])  # an iterable of pairs: list[tuple[str, V]]
-        if isinstance(pair, TupleType) and len(pair.items) == 2:
-            yield None, pair.items[1]
-        elif isinstance(pair, AnyType):
-            yield None, pair
 
 
 def _check_write(
@@ -651,23 +601,6 @@ def admitted(checker: TypeChecker, value: Type, held: Type, seen: Type) -> bool:
     if is_subtype(value, held):
         return True
     return not is_same_type(held, seen) and not may_hold_text(value, checker)
-
-
-def may_hold_text(typ: Type, checker: TypeChecker) -> bool:
-    """Whether a value of type ``typ`` may be text or hold some (``list[str]``, a tuple
-    with a ``str``, a function that returns one)."""
-    proper = get_proper_type(typ)
-    if may_be_text(proper, checker):
-        return True
-    if isinstance(proper, UnionType | TupleType):
-        return any(may_hold_text(item, checker) for item in proper.items)
-    if isinstance(proper, TypedDictType):
-        return any(may_hold_text(item, checker) for item in proper.items.values())
-    if isinstance(proper, CallableType):
-        return may_hold_text(proper.ret_type, checker)
-    if isinstance(proper, Instance):
-        return any(may_hold_text(arg, checker) for arg in proper.args)
-    return False
 
 
 def _admitted(checker: TypeChecker, value: Type, declared: _Declared) -> bool:
