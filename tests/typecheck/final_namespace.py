@@ -46,7 +46,7 @@ globals()["banner"] = reply
 _constants.__dict__["not_a_constant"] = reply
 globals().update(counter=2, banner=reply)
 globals().setdefault("counter", 3)
-setattr(_constants, reply, 3)  # noqa: B010
+setattr(_constants, reply, 3)
 options = argparse.Namespace()
 vars(options)["verbose"] = True
 setattr(options, "verbose", True)  # noqa: B010

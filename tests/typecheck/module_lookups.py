@@ -65,7 +65,7 @@ importlib.import_module(name).__dict__["retries"] = 3
 vars(sys.modules[name]).update(enabled=True, retries=3)
 vars(sys.modules[name]).setdefault("timeout", 2.5)
 setattr(importlib.import_module(name), "enabled", True)  # noqa: B010
-setattr(sys.modules[name], name, None)  # noqa: B010
+setattr(sys.modules[name], name, None)
 plugin = importlib.import_module(name)
 plugin.__dict__["enabled"] = False
 setattr(plugin, "retries", 3)  # noqa: B010
@@ -83,7 +83,7 @@ def load(loose: Any, rules: list[str]) -> None:
     # E: [veridic-literal] setattr() on a module the plugin cannot name
     setattr(plugin, "GREETING", loose)  # noqa: B010
     # E: [veridic-forge] named by text not known in the code
-    setattr(importlib.import_module("_checked_persona"), name, reply)  # noqa: B010
+    setattr(importlib.import_module("_checked_persona"), name, reply)
     # A variable declared trusted, or a Final constant, named in the code: reported
     # whatever the value (mypy would refuse it in _checked_persona.BANNER = True).
     # E: [veridic-forge] the namespace of module "_checked_persona"

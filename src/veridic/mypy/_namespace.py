@@ -49,7 +49,7 @@ module (``import prompts; prompts.TONE = ...``): code run by ``exec`` is not che
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, NamedTuple
 
 from mypy.checker import TypeChecker
@@ -164,6 +164,7 @@ def report_values(checker: TypeChecker) -> None:
     (a plugin loader's flag, ``vars(import_module(name))["enabled"] = True``), as it puts
     no text where text written in code (or minted text) is read."""
     for kept in _KEPT.pop(checker.tree.fullname, []):
+        pairs: list[_Written]
         if isinstance(kept.written, CallExpr):
             pairs = list(filled(kept.written, checker))
         else:
@@ -350,7 +351,7 @@ def writable(formal: Type | None, own: bool) -> bool:
 _Written = tuple[str | None, Type | None]
 """A name written (``None``: not known in the code) and the type of the value written
 under it (``None``: not known, or anything, as code run in the namespace writes)."""
-_ANYTHING: Final[list[_Written]] = [(None, None)]
+_ANYTHING: Final[Sequence[_Written]] = ((None, None),)
 
 
 def _check_runs_in(
@@ -359,7 +360,7 @@ def _check_runs_in(
     how: str,
     context: Context,
     hint: str = "",
-    pairs: list[_Written] = _ANYTHING,
+    pairs: Sequence[_Written] = _ANYTHING,
 ) -> None:
     """Report a write of ``pairs`` (any value under any name, by default) into ``module``'s
     namespace that may rewrite a variable declared trusted or a ``Final`` constant."""
