@@ -19,12 +19,21 @@ the plugin cannot name):
 
 - the first call hook run in a module walks its statements for an item assigned
   or deleted, and a mutating method (``update``, ``setdefault``, ``pop``, ...)
-  called, on ``globals()``, ``vars()``, ``vars(module)`` or ``module.__dict__``;
+  called, on ``globals()``, ``vars()``, ``vars(module)`` or ``module.__dict__``; a
+  value assigned or filled in is judged at the end of the module's check, when its
+  type is known (:func:`report_values`);
 - every call of ``setattr()`` or ``delattr()`` on a module: named by a literal that
   is one of its ``Final`` text constants, by text not known in the code, or on a
   module the plugin cannot name (``sys.modules[name]``); the same on a class with a
   ``Final`` text constant (its own or a base's), or on an instance of one, whose
   attribute then shadows the constant for reads through it (``self.TONE``).
+
+A name written in the code is a constant (or a variable declared trusted) or not, whatever
+the value: ``globals()["counter"] = 1`` beside ``TONE`` stays clean, ``globals()["TONE"] =
+True`` does not (mypy refuses ``TONE = True``). Under a name not known in the code, or in a
+module the plugin cannot name, a value that holds no text (``True``, a count, ``None``: not
+a ``list[str]``, not ``Any``) puts no text where text written in code or minted text is
+read, and stays clean: a plugin loader's ``vars(import_module(name))["enabled"] = True``.
 
 The namespace may be kept in a variable first (``ns = globals(); ns["TONE"] = reply``,
 ``ns = vars(prompts)``, ``(ns := prompts.__dict__)``): a name bound to a namespace
