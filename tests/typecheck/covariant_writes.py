@@ -185,6 +185,7 @@ def views(given: Box[str], held: Cell[Box[str]], flag: bool) -> None:
     setattr(rebound, "item", reply)  # E: [veridic-forge] the attribute "item" of "Box"  # noqa: B010
     vars(rebound)["item"] = reply  # E: [veridic-forge] the attribute "item" of "Box"
     born: Box[str] = TrustedBox(instruction("Be brief."))
+    # P: [reportAttributeAccessIssue]
     born.item = reply  # E: [veridic-forge] the attribute "item" of "Box"
     setattr(born, "item", reply)  # E: [veridic-forge] the attribute "item" of "Box"  # noqa: B010
     given = Box(reply)

@@ -88,7 +88,6 @@ def settings_for(name: str) -> PluginSettings:
     }
     settings["enabled"] = name in PLUGINS
     settings["name"] = name.title()
-    settings.__setitem__("enabled", False)
     return settings
 
 
@@ -134,6 +133,8 @@ class Event:
 
 @dataclass
 class Refund(Event):
+    # pyright refuses a mutable attribute narrowed in a subclass; mypy accepts it.
+    # P: [reportIncompatibleVariableOverride]
     kind: Literal["refund"] = "refund"
     reasons: list[str] = field(default_factory=list)
 
