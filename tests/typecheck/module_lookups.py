@@ -24,6 +24,11 @@ import _constants  # noqa: F401
 reply = os.environ["REPLY"]
 name = os.environ["MODULE"]
 
+
+class Texts(dict[str, str]):
+    """A mapping of the project's own, whose items the plugin reads as any text."""
+
+
 # E: [veridic-forge] "_checked_persona" (its variables declared trusted: BANNER)
 vars(importlib.import_module("_checked_persona"))["BANNER"] = reply
 # E: [veridic-forge] the namespace of module "_checked_persona"
@@ -70,6 +75,7 @@ plugin = importlib.import_module(name)
 plugin.__dict__["enabled"] = False
 setattr(plugin, "retries", 3)  # noqa: B010
 vars(importlib.import_module("_checked_persona"))[name] = 0
+vars(sys.modules[name])["count"] = len(sys.argv)
 
 
 # Text, a container of it, or Any stays reported there: the name may be a Final constant.
@@ -77,9 +83,15 @@ def load(loose: Any, rules: list[str]) -> None:
     # E: [veridic-literal] the namespace of a module the plugin cannot name
     vars(importlib.import_module(name))["GREETING"] = rules
     # E: [veridic-literal] the namespace of a module the plugin cannot name
+    vars(importlib.import_module(name))["GREETING"] = reply.strip()
+    # E: [veridic-literal] the namespace of a module the plugin cannot name
     vars(sys.modules[name]).update(enabled=True, GREETING=loose)
     # E: [veridic-literal] setattr() on a module the plugin cannot name
     setattr(importlib.import_module(name), "GREETING", reply)  # noqa: B010
+    # E: [veridic-literal] update() called on the namespace of a module the plugin cannot name
+    vars(sys.modules[name]).update(*[("GREETING", reply)])
+    # E: [veridic-literal] update() called on the namespace of a module the plugin cannot name
+    vars(sys.modules[name]).update(Texts(GREETING=reply), enabled=True)
     # E: [veridic-literal] setattr() on a module the plugin cannot name
     setattr(plugin, "GREETING", loose)  # noqa: B010
     # E: [veridic-forge] named by text not known in the code

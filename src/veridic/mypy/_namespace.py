@@ -151,7 +151,7 @@ def report_writes(checker: TypeChecker, expressions: list[Expression]) -> None:
         if value is None:  # deleted, a loop's target, +=, one of several targets
             _check_runs_in(checker, module, "an item assigned through", target)
         else:
-            _keep(tree, _Kept(module, "an item assigned through", target, value))
+            _keep(tree, _Kept(module, "an item assigned through", target, value, None))
     calls = {id(expr.callee): expr for expr in expressions if isinstance(expr, CallExpr)}
     for expr in expressions:
         if isinstance(expr, MemberExpr) and expr.name in _MUTATORS:
@@ -163,7 +163,7 @@ def report_writes(checker: TypeChecker, expressions: list[Expression]) -> None:
             if call is None or expr.name not in FILLERS:  # kept as a value, or a deletion
                 _check_runs_in(checker, module, how, expr)
             else:
-                _keep(tree, _Kept(module, how, expr, call))
+                _keep(tree, _Kept(module, how, expr, None, call))
 
 
 def report_values(checker: TypeChecker) -> None:
@@ -173,14 +173,32 @@ def report_values(checker: TypeChecker) -> None:
     (a plugin loader's flag, ``vars(import_module(name))["enabled"] = True``), as it puts
     no text where text written in code (or minted text) is read."""
     for kept in _KEPT.pop(checker.tree.fullname, []):
-        pairs: list[_Written]
-        if isinstance(kept.written, CallExpr):
-            pairs = list(filled(kept.written, checker))
-        else:
+        pairs: Sequence[_Written] = _ANYTHING
+        if kept.filler is not None:
+            pairs = _written_by(kept.filler, checker)
+        elif kept.value is not None:
             index = kept.context.index if isinstance(kept.context, IndexExpr) else None
             key = index.value if isinstance(index, StrExpr) else None
-            pairs = [(key, checker.lookup_type_or_none(kept.written))]
+            pairs = [(key, checker.lookup_type_or_none(kept.value))]
         _check_runs_in(checker, kept.module, kept.how, kept.context, pairs=pairs)
+
+
+def _written_by(call: CallExpr, checker: TypeChecker) -> Sequence[_Written]:
+    """What a filler's call writes (:func:`filled`), with anything under any name for an
+    argument whose items are not read: ``update(*pairs)``, a mapping of a class of the
+    project's own, a value of a type not known."""
+    method = call.callee.name if isinstance(call.callee, MemberExpr) else ""
+    if method in _KEYED:
+        return list(filled(call, checker)) or _ANYTHING
+    pairs: list[_Written] = []
+    for arg, kind, name in zip(call.args, call.arg_kinds, call.arg_names, strict=True):
+        if kind == ARG_NAMED:
+            pairs.append((name, checker.lookup_type_or_none(arg)))
+        elif kind in (ARG_POS, ARG_STAR2):
+            pairs += list(items_of(arg, checker)) or _ANYTHING
+        else:
+            pairs += _ANYTHING
+    return pairs
 
 
 class _Kept(NamedTuple):
@@ -190,8 +208,10 @@ class _Kept(NamedTuple):
     how: str
     context: Expression
     """The item assigned (``globals()["TONE"]``), or the filler named (``.update``)."""
-    written: Expression
-    """The value assigned, or the filler's call (``globals().update(TONE=reply)``)."""
+    value: Expression | None
+    """The value assigned (``reply`` in ``globals()["TONE"] = reply``)."""
+    filler: CallExpr | None
+    """Or the filler's call (``globals().update(TONE=reply)``)."""
 
 
 _KEPT: dict[str, list[_Kept]] = {}
