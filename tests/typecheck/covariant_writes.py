@@ -121,9 +121,89 @@ def accepted(
     pair.value = reply
 
 
-def fresh() -> None:
-    # The plugin cannot tell where the object held as a Box[str] was made: every write
-    # through such a view is reported (declare the type variable invariant, or make the
-    # attribute read-only: a property, a frozen dataclass).
+# An object the function made itself (a variable bound once, by a call of the class, in
+# the function, and never bound again) was never held as a Box[TrustedInstruction]: no
+# read of it is typed trusted, so writes through it are accepted.
+def fresh(count: int) -> Box[str]:
     local = Box(reply)
-    local.item = reply  # E: [veridic-forge] make the attribute read-only
+    local.item = reply
+    local.item += reply
+    local.spare = reply
+    local.item, size = reply, count
+    for local.item in [reply]:
+        pass
+    declared: Box[str] = Box(reply)
+    declared.item = reply
+    labelled = Labelled(reply)
+    labelled.item = reply
+    cell = Cell(reply)
+    cell.value = reply
+    applied = Box[object](reply)
+    applied.item = reply
+    setattr(local, "item", reply)  # noqa: B010
+    vars(local)["item"] = reply
+    local.__dict__.update(item=reply)
+    local.__setattr__("item", reply)
+    namespace = vars(local)
+    namespace["spare"] = reply
+
+    def nested() -> None:
+        inner = Box(reply)
+        inner.item = reply
+        local.item = reply  # the enclosing function's object, bound once there
+
+    nested()
+    print(size)
+    return local
+
+
+class TrustedBox(Box[TrustedInstruction]):
+    pass
+
+
+def make() -> Box[str]:
+    return trusted
+
+
+widest: Box[str] = Box(reply)
+
+
+# A view that may be of a Box[TrustedInstruction] stays reported: a parameter (above), a
+# function's return value, an attribute, a module's variable (any module may rebind it), a
+# variable bound again (or by something else first), one bound in a function that binds it
+# again through nonlocal, an object made as trusted (a subclass that fills the variable
+# with TrustedInstruction), a parameter bound again by a constructor call.
+def views(given: Box[str], held: Cell[Box[str]], flag: bool) -> None:
+    returned = make()
+    returned.item = reply  # E: [veridic-forge] the attribute "item" of "Box"
+    held.value.item = reply  # E: [veridic-forge] the attribute "item" of "Box"
+    widest.item = reply  # E: [veridic-forge] the attribute "item" of "Box"
+    rebound = Box(reply)
+    if flag:
+        rebound = given
+    rebound.item = reply  # E: [veridic-forge] the attribute "item" of "Box"
+    setattr(rebound, "item", reply)  # E: [veridic-forge] the attribute "item" of "Box"  # noqa: B010
+    vars(rebound)["item"] = reply  # E: [veridic-forge] the attribute "item" of "Box"
+    born: Box[str] = TrustedBox(instruction("Be brief."))
+    # P: [reportAttributeAccessIssue]
+    born.item = reply  # E: [veridic-forge] the attribute "item" of "Box"
+    setattr(born, "item", reply)  # E: [veridic-forge] the attribute "item" of "Box"  # noqa: B010
+    given = Box(reply)
+    given.item = reply  # E: [veridic-forge] the attribute "item" of "Box"
+    swapped = Box(reply)
+
+    def swap() -> None:
+        nonlocal swapped
+        swapped = make()
+
+    swap()
+    swapped.item = reply  # E: [veridic-forge] the attribute "item" of "Box"
+
+
+def parameter_swapped(shared: Box[str]) -> None:
+    def reset() -> None:
+        nonlocal shared
+        shared = Box(reply)
+
+    shared.item = reply  # E: [veridic-forge] the attribute "item" of "Box"
+    reset()

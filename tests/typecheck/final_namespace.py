@@ -41,6 +41,12 @@ def tone() -> TrustedInstruction:
 # Reads, other attributes, other objects' namespaces stay clean.
 current = globals().get("TONE")
 setattr(_constants, "not_a_constant", reply)  # noqa: B010
+globals()["counter"] = 1
+globals()["banner"] = reply
+_constants.__dict__["not_a_constant"] = reply
+globals().update(counter=2, banner=reply)
+globals().setdefault("counter", 3)
+setattr(_constants, reply, 3)
 options = argparse.Namespace()
 vars(options)["verbose"] = True
 setattr(options, "verbose", True)  # noqa: B010

@@ -364,6 +364,7 @@ class VeridicPlugin(Plugin):
             _escapes,
             _forging,
             _item_writes,
+            _namespace,
             _narrowed_attrs,
             _notes,
             _overload_returns,
@@ -374,6 +375,7 @@ class VeridicPlugin(Plugin):
         if walked is not None:
             _in_module(walked, _any_declared.report)
             _in_module(walked, _attribute_writes.report_namespaces)
+            _in_module(walked, _namespace.report_values)
             _in_module(walked, _item_writes.report)
             _in_module(walked, _forging.report_new)
             _in_module(walked, _notes.report_silenced)
@@ -412,6 +414,7 @@ class VeridicPlugin(Plugin):
         _in_module(checker, self.first_call)
         _in_module(checker, _any_declared.report)
         _in_module(checker, _attribute_writes.report_namespaces)
+        _in_module(checker, _namespace.report_values)
         _in_module(checker, _notes.report_silenced)
         _in_module(checker, _overload_returns.report)
         _in_module(checker, _checking_only.report)
@@ -507,6 +510,7 @@ def _checked_through_super(plugin: VeridicPlugin, ctx: _Context, checker: TypeCh
 _PER_BUILD: Final = (
     "_attribute_writes",
     "_forging",
+    "_fresh",
     "_item_writes",
     "_notes",
     "_fields",

@@ -581,6 +581,23 @@ def may_be_text(typ: Type, checker: TypeChecker) -> bool:
     return is_overlapping_types(typ, checker.named_type("builtins.str"))
 
 
+def may_hold_text(typ: Type, checker: TypeChecker) -> bool:
+    """Whether a value of type ``typ`` may be text or hold some (``list[str]``, a tuple
+    with a ``str``, a function that returns one)."""
+    proper = get_proper_type(typ)
+    if may_be_text(proper, checker):
+        return True
+    if isinstance(proper, UnionType | TupleType):
+        return any(may_hold_text(item, checker) for item in proper.items)
+    if isinstance(proper, TypedDictType):
+        return any(may_hold_text(item, checker) for item in proper.items.values())
+    if isinstance(proper, CallableType):
+        return may_hold_text(proper.ret_type, checker)
+    if isinstance(proper, Instance):
+        return any(may_hold_text(arg, checker) for arg in proper.args)
+    return False
+
+
 _FACTORIES: Final = frozenset({"default_factory", "factory"})
 """A field specifier's argument that makes the default (dataclasses, pydantic; attrs)."""
 _FIELD_SPECIFIERS: Final = frozenset(

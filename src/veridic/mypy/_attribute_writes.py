@@ -31,7 +31,8 @@ An attribute typed by its class's type variables is judged as the object may hol
 by the object's type (``Holder[TrustedInstruction]``), a covariant one that a
 ``TrustedInstruction`` can be held as filled with one (a ``Box[str]`` may be a
 ``Box[TrustedInstruction]``, as ``_covariant_writes`` says), where a value that holds no
-text (a number, ``None``) is accepted.
+text (a number, ``None``) is accepted; an object its function made itself (``_fresh``)
+is held as it was made.
 
 A value typed ``Any`` is ``veridic-any``, as ``page.prompt = loose`` is: into an attribute
 named in the code, or named by text not known there (``for key, value in data.items():
@@ -52,7 +53,7 @@ that holds ``vars`` and is bound to something else too).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Final, NamedTuple
 
 from mypy.checker import TypeChecker, infer_operator_assignment_method
@@ -62,12 +63,10 @@ from mypy.messages import format_type
 from mypy.nodes import (
     ARG_NAMED,
     ARG_POS,
-    ARG_STAR2,
     COVARIANT,
     AssignmentStmt,
     CallExpr,
     Context,
-    DictExpr,
     Expression,
     FuncDef,
     IndexExpr,
@@ -90,9 +89,7 @@ from mypy.types import (
     AnyType,
     CallableType,
     Instance,
-    TupleType,
     Type,
-    TypedDictType,
     TypeType,
     TypeVarType,
     UnionType,
@@ -100,10 +97,16 @@ from mypy.types import (
 )
 
 from veridic.mypy import _names, errorcodes
-from veridic.mypy._any_declared import callee_formals, holds_trusted, may_be_text
+from veridic.mypy._any_declared import (
+    callee_formals,
+    holds_trusted,
+    may_be_text,
+    may_hold_text,
+)
 from veridic.mypy._any_guard import is_any
 from veridic.mypy._forging import trusted_instance
-from veridic.mypy._namespace import checked_here, writable
+from veridic.mypy._fresh import made
+from veridic.mypy._namespace import FILLERS, checked_here, filled, items_of, writable
 from veridic.mypy._rebinding import every_statement
 
 WRITERS: Final = frozenset({"builtins.setattr", "builtins.object.__setattr__"})
@@ -113,10 +116,6 @@ _READERS: Final = frozenset({_VARS, _GETATTR})
 _NO_READERS: Final[Mapping[int, str]] = {}
 _WRITABLE: Final = "typing.MutableMapping"
 """What a parameter that can write a namespace passed to it is (``dict`` is one)."""
-_FILLERS: Final = frozenset({"update", "setdefault", "__setitem__", "__ior__"})
-"""Methods of a ``dict`` that write items into it (an instance's namespace)."""
-_KEYED: Final = frozenset({"setdefault", "__setitem__"})
-"""Fillers whose first argument is the key and whose second is the value."""
 
 _NOTED: set[str] = set()
 """Modules checked in this build whose code reaches an object's namespace."""
@@ -152,6 +151,10 @@ def check(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecke
     owner = _object_of(ctx.arg_types[0][0]) if len(ctx.args) == 3 else _bound_to(ctx)
     if owner is None:
         return
+    if len(ctx.args) == 3:
+        owner = _as_made(checker, ctx.args[0][0], owner)
+    elif isinstance(ctx.context, CallExpr) and isinstance(ctx.context.callee, MemberExpr):
+        owner = _as_made(checker, ctx.context.callee.expr, owner)
     name = ctx.args[-2][0]
     if _forwards(checker, name):
         return
@@ -236,11 +239,11 @@ def report_namespaces(checker: TypeChecker) -> None:
         for expr in get_subexpressions(statement):
             if not isinstance(expr, CallExpr):
                 continue
-            if isinstance(expr.callee, MemberExpr) and expr.callee.name in _FILLERS:
+            if isinstance(expr.callee, MemberExpr) and expr.callee.name in FILLERS:
                 owner = _owner(expr.callee.expr, checker, held)
                 if owner is not None:
                     writer = f"{expr.callee.name}() through {owner[1]}"
-                    for key, typ in _filled(expr, checker):
+                    for key, typ in filled(expr, checker):
                         _check_write(checker, writer, owner[0], key, typ, expr)
             _check_passed(checker, expr, held)
 
@@ -317,7 +320,7 @@ def _check_operator(checker: TypeChecker, statement: OperatorAssignmentStmt, hel
     += reply`` (the item's operator, whose result is written back into the attribute)."""
     owner = _owner(statement.lvalue, checker, held)
     if owner is not None and statement.op == "|":
-        for key, typ in _items(statement.rvalue, checker):
+        for key, typ in items_of(statement.rvalue, checker):
             _check_write(checker, f"|= through {owner[1]}", owner[0], key, typ, statement)
         return
     target = statement.lvalue
@@ -420,54 +423,7 @@ def _owner(expr: Expression, checker: TypeChecker, held: _Held) -> tuple[_Owner,
     else:
         return None
     typ = get_proper_type(checker.lookup_type_or_none(owner))
-    return (typ, how) if isinstance(typ, Instance) else None
-
-
-def _filled(call: CallExpr, checker: TypeChecker) -> Iterator[tuple[str | None, Type]]:
-    """Each key (``None`` when not known in the code) and value type a filler's call puts
-    into the namespace: ``update(prompt=reply)``, ``update(data)``, ``setdefault(k, v)``."""
-    method = call.callee.name if isinstance(call.callee, MemberExpr) else ""
-    if method in _KEYED:
-        if len(call.args) == 2:
-            key = call.args[0]
-            typ = checker.lookup_type_or_none(call.args[1])
-            if typ is not None:
-                yield (key.value if isinstance(key, StrExpr) else None), typ
-        return
-    for arg, kind, name in zip(call.args, call.arg_kinds, call.arg_names, strict=True):
-        if kind == ARG_NAMED and name is not None:
-            typ = checker.lookup_type_or_none(arg)
-            if typ is not None:
-                yield name, typ
-        elif kind in (ARG_POS, ARG_STAR2):
-            yield from _items(arg, checker)
-
-
-def _items(mapping: Expression, checker: TypeChecker) -> Iterator[tuple[str | None, Type]]:
-    """Each key (``None`` when not known in the code) and value type of a mapping: a dict
-    display item by item, a ``TypedDict`` by its keys, another mapping by its value type."""
-    if isinstance(mapping, DictExpr):
-        for key, value in mapping.items:
-            if key is None:
-                yield from _items(value, checker)  # ``{**other}``
-                continue
-            typ = checker.lookup_type_or_none(value)
-            if typ is not None:
-                yield (key.value if isinstance(key, StrExpr) else None), typ
-        return
-    typ = get_proper_type(checker.lookup_type_or_none(mapping))
-    if isinstance(typ, AnyType):
-        yield None, typ
-    elif isinstance(typ, TypedDictType):
-        yield from typ.items.items()
-    elif isinstance(typ, Instance) and len(typ.args) == 2:
-        yield None, typ.args[1]  # dict[str, V], Mapping[str, V]
-    elif isinstance(typ, Instance) and len(typ.args) == 1:
-        pair = get_proper_type(typ.args[0])  # an iterable of pairs: list[tuple[str, V]]
-        if isinstance(pair, TupleType) and len(pair.items) == 2:
-            yield None, pair.items[1]
-        elif isinstance(pair, AnyType):
-            yield None, pair
+    return (_as_made(checker, owner, typ), how) if isinstance(typ, Instance) else None
 
 
 def _check_write(
@@ -531,10 +487,27 @@ _WIDER_FIX: Final = (
 against the view (``Box[str]``), not the object (``Box[TrustedInstruction]``)."""
 
 
-_Owner = Instance | TypeInfo
+class _Made(NamedTuple):
+    """An object its function made itself (``_fresh``): no narrower view of it exists, so
+    it holds its attributes as it was made, whatever the view written through."""
+
+    view: Instance
+    """The object's type where it is written: ``Box[str]``."""
+    made: Instance
+    """The type the call that made it gave it: ``Box[str]``, or ``TrustedBox``, which
+    fills the variable with ``TrustedInstruction``."""
+
+
+_Owner = Instance | TypeInfo | _Made
 """The object whose attribute is written: an instance, with its type's arguments
-(``Box[str]``), or a class (or an instance whose type the plugin reads no arguments of:
-``super()``'s)."""
+(``Box[str]``), one its function made itself, or a class (or an instance whose type the
+plugin reads no arguments of: ``super()``'s)."""
+
+
+def _as_made(checker: TypeChecker, expr: Expression, owner: _Owner) -> _Owner:
+    """``owner``, the object ``expr`` gives, as :class:`_Made` when its function made it."""
+    typ = made(checker, expr)
+    return owner if typ is None or not isinstance(owner, Instance) else _Made(owner, typ)
 
 
 class _Declared(NamedTuple):
@@ -552,6 +525,8 @@ class _Declared(NamedTuple):
 
 
 def _info(owner: _Owner) -> TypeInfo:
+    if isinstance(owner, _Made):
+        return owner.view.type
     return owner.type if isinstance(owner, Instance) else owner
 
 
@@ -588,12 +563,18 @@ def _as_held(checker: TypeChecker, owner: _Owner, attribute: Var) -> _Declared |
     if written is None:
         return None
     defined_in = attribute.info
-    if isinstance(owner, TypeInfo) or all(base is not defined_in for base in owner.type.mro):
+    instance = owner.view if isinstance(owner, _Made) else owner
+    if isinstance(instance, TypeInfo) or all(base is not defined_in for base in instance.type.mro):
         return _Declared(written, written, written)  # a class's, or not the class's own
-    view = map_instance_to_supertype(owner, defined_in)
+    view = map_instance_to_supertype(instance, defined_in)
+    seen = expand_type_by_instance(written, view)
+    if isinstance(owner, _Made):
+        if all(base is not defined_in for base in owner.made.type.mro):
+            return _Declared(written, seen, seen)
+        as_made = map_instance_to_supertype(owner.made, defined_in)
+        return _Declared(written, seen, expand_type_by_instance(written, as_made))
     trusted = trusted_instance(checker)
     widest = None if trusted is None else held_view(view, defined_in, trusted)
-    seen = expand_type_by_instance(written, view)
     held = seen if widest is None else expand_type_by_instance(written, widest)
     return _Declared(written, seen, held)
 
@@ -620,23 +601,6 @@ def admitted(checker: TypeChecker, value: Type, held: Type, seen: Type) -> bool:
     if is_subtype(value, held):
         return True
     return not is_same_type(held, seen) and not may_hold_text(value, checker)
-
-
-def may_hold_text(typ: Type, checker: TypeChecker) -> bool:
-    """Whether a value of type ``typ`` may be text or hold some (``list[str]``, a tuple
-    with a ``str``, a function that returns one)."""
-    proper = get_proper_type(typ)
-    if may_be_text(proper, checker):
-        return True
-    if isinstance(proper, UnionType | TupleType):
-        return any(may_hold_text(item, checker) for item in proper.items)
-    if isinstance(proper, TypedDictType):
-        return any(may_hold_text(item, checker) for item in proper.items.values())
-    if isinstance(proper, CallableType):
-        return may_hold_text(proper.ret_type, checker)
-    if isinstance(proper, Instance):
-        return any(may_hold_text(arg, checker) for arg in proper.args)
-    return False
 
 
 def _admitted(checker: TypeChecker, value: Type, declared: _Declared) -> bool:

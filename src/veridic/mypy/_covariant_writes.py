@@ -29,17 +29,19 @@ declared type holds a covariant type variable of its class, through an object (o
 a union's, or a type variable's bound) whose type fills that variable with a type a
 ``TrustedInstruction`` can be held as (``str``, ``object``, ``str | None``), when the value
 is not what the attribute would hold with the variable filled by ``TrustedInstruction``.
-The plugin cannot tell where the object was made, so every such write is reported: make
-the attribute read-only (a property, a frozen dataclass), or declare the type variable
-invariant, which makes mypy refuse the wider view.
+A parameter, an attribute, a function's return value, a module's variable may each be a
+view of a trusted object: make the attribute read-only (a property, a frozen dataclass),
+or declare the type variable invariant, which makes mypy refuse the wider view.
 
-Accepted: the class's own writes through ``self`` (its variable is not filled there), a
-view that holds trusted text already (``Box[TrustedInstruction]``) or that no trusted
-text can be held as (``Box[int]``), minted text written through any view, a value that
-holds no text (a number, ``None``: through a ``Box[object]`` or a ``Box[str | None]``
-it puts no text where trusted text is read), an attribute typed by an invariant type
-variable. ``setattr()`` and a write through the object's namespace are judged the same
-way (``_attribute_writes``).
+Accepted: a write through a variable that holds an object its function made itself
+(``local = Box(reply)``, bound once, by the call of the class: ``_fresh``), which nothing
+holds as a ``Box[TrustedInstruction]``; the class's own writes through ``self`` (its
+variable is not filled there), a view that holds trusted text already
+(``Box[TrustedInstruction]``) or that no trusted text can be held as (``Box[int]``),
+minted text written through any view, a value that holds no text (a number, ``None``:
+through a ``Box[object]`` or a ``Box[str | None]`` it puts no text where trusted text is
+read), an attribute typed by an invariant type variable. ``setattr()`` and a write
+through the object's namespace are judged the same way (``_attribute_writes``).
 
 Not seen: a mutable container typed by the variable (``self.items: list[T_co]``) filled
 through the view (``box.items.append(reply)``): each read of it is an ordinary read. A
@@ -80,6 +82,7 @@ from veridic.mypy._any_declared import holds_trusted
 from veridic.mypy._any_guard import is_any
 from veridic.mypy._attribute_writes import admitted, held_view, operated
 from veridic.mypy._forging import trusted_instance
+from veridic.mypy._fresh import fresh
 from veridic.mypy._rebinding import every_statement
 
 _Write = AssignmentStmt | OperatorAssignmentStmt | ForStmt
@@ -124,7 +127,7 @@ def _reported(
     """Report the write into ``target`` of an object typed ``receiver``; whether it did."""
     symbol = receiver.type.get(target.name)
     attribute = _writable(None if symbol is None else symbol.node)
-    if attribute is None or attribute.type is None:
+    if attribute is None or attribute.type is None or fresh(checker, target.expr, attribute):
         return False
     view = map_instance_to_supertype(receiver, attribute.info)
     filled = held_view(view, attribute.info, trusted)

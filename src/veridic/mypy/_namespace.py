@@ -19,12 +19,21 @@ the plugin cannot name):
 
 - the first call hook run in a module walks its statements for an item assigned
   or deleted, and a mutating method (``update``, ``setdefault``, ``pop``, ...)
-  called, on ``globals()``, ``vars()``, ``vars(module)`` or ``module.__dict__``;
+  called, on ``globals()``, ``vars()``, ``vars(module)`` or ``module.__dict__``; a
+  value assigned or filled in is judged at the end of the module's check, when its
+  type is known (:func:`report_values`);
 - every call of ``setattr()`` or ``delattr()`` on a module: named by a literal that
   is one of its ``Final`` text constants, by text not known in the code, or on a
   module the plugin cannot name (``sys.modules[name]``); the same on a class with a
   ``Final`` text constant (its own or a base's), or on an instance of one, whose
   attribute then shadows the constant for reads through it (``self.TONE``).
+
+A name written in the code is a constant (or a variable declared trusted) or not, whatever
+the value: ``globals()["counter"] = 1`` beside ``TONE`` stays clean, ``globals()["TONE"] =
+True`` does not (mypy refuses ``TONE = True``). Under a name not known in the code, or in a
+module the plugin cannot name, a value that holds no text (``True``, a count, ``None``: not
+a ``list[str]``, not ``Any``) puts no text where text written in code or minted text is
+read, and stays clean: a plugin loader's ``vars(import_module(name))["enabled"] = True``.
 
 The namespace may be kept in a variable first (``ns = globals(); ns["TONE"] = reply``,
 ``ns = vars(prompts)``, ``(ns := prompts.__dict__)``): a name bound to a namespace
@@ -49,15 +58,19 @@ module (``import prompts; prompts.TONE = ...``): code run by ``exec`` is not che
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Final, NamedTuple
 
 from mypy.checker import TypeChecker
 from mypy.nodes import (
+    ARG_NAMED,
+    ARG_POS,
+    ARG_STAR2,
     AssignmentExpr,
     AssignmentStmt,
     CallExpr,
     Context,
+    DictExpr,
     Expression,
     Import,
     ImportAll,
@@ -78,7 +91,9 @@ from mypy.types import (
     CallableType,
     Instance,
     ProperType,
+    TupleType,
     Type,
+    TypedDictType,
     TypeType,
     UnionType,
     get_proper_type,
@@ -86,7 +101,7 @@ from mypy.types import (
 from mypy.util import correct_relative_import
 
 from veridic.mypy import _names, errorcodes
-from veridic.mypy._any_declared import holds_trusted
+from veridic.mypy._any_declared import holds_trusted, may_hold_text
 from veridic.mypy._rebinding import assigned, every_statement
 
 ATTRIBUTE_WRITERS: Final = frozenset({"builtins.setattr", "builtins.delattr"})
@@ -99,6 +114,10 @@ _PASS_HINT: Final = "pass a copy (dict(globals())); "
 _MUTATORS: Final = frozenset(
     {"update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "__ior__"}
 )
+FILLERS: Final = frozenset({"update", "setdefault", "__setitem__", "__ior__"})
+"""The mutating methods of a mapping that write a value (not ``pop``, ``clear``)."""
+_KEYED: Final = frozenset({"setdefault", "__setitem__"})
+"""Fillers whose first argument is the key and whose second is the value."""
 _NAMESPACES: Final = frozenset({"builtins.globals", "builtins.vars"})
 _MODULE_TYPE: Final = "types.ModuleType"
 _UNKNOWN: Final = object()
@@ -113,17 +132,105 @@ _ADVICE: Final = (
 
 
 def report_writes(checker: TypeChecker, expressions: list[Expression]) -> None:
-    """Report writes through a namespace of a module with ``Final`` text constants."""
+    """Report writes through a namespace of a module with ``Final`` text constants (or
+    trusted variables); a write of a value, whose type is not known yet at the module's
+    first call, is kept for :func:`report_values`."""
     tree = checker.tree
     if _names.in_package(tree.fullname):
         return
     scope = _scope_of(checker, expressions)
-    for target in assigned(tree.defs):
-        if isinstance(target, IndexExpr):
-            _check_namespace(checker, target.base, target, "an item assigned through", scope)
+    items = [
+        (target, module)
+        for target in assigned(tree.defs)
+        if isinstance(target, IndexExpr)
+        and (module := _namespace_of(target.base, scope)) is not None
+    ]
+    values = _assigned_values(tree) if items else {}
+    for target, module in items:
+        value = values.get(id(target))
+        if value is None:  # deleted, a loop's target, +=, one of several targets
+            _check_runs_in(checker, module, "an item assigned through", target)
+        else:
+            _keep(tree, _Kept(module, "an item assigned through", target, value, None))
+    calls = {id(expr.callee): expr for expr in expressions if isinstance(expr, CallExpr)}
     for expr in expressions:
         if isinstance(expr, MemberExpr) and expr.name in _MUTATORS:
-            _check_namespace(checker, expr.expr, expr, f"{expr.name}() called on", scope)
+            module = _namespace_of(expr.expr, scope)
+            if module is None:
+                continue
+            call = calls.get(id(expr))
+            how = f"{expr.name}() called on"
+            if call is None or expr.name not in FILLERS:  # kept as a value, or a deletion
+                _check_runs_in(checker, module, how, expr)
+            else:
+                _keep(tree, _Kept(module, how, expr, None, call))
+
+
+def report_values(checker: TypeChecker) -> None:
+    """Report the writes of values :func:`report_writes` kept, at the end of the module's
+    check (when their types are known): a value that holds no text (``True``, a count) may
+    be written under a name not known in the code, or into a module the plugin cannot name
+    (a plugin loader's flag, ``vars(import_module(name))["enabled"] = True``), as it puts
+    no text where text written in code (or minted text) is read."""
+    for kept in _KEPT.pop(checker.tree.fullname, []):
+        pairs: Sequence[_Written] = _ANYTHING
+        if kept.filler is not None:
+            pairs = _written_by(kept.filler, checker)
+        elif kept.value is not None:
+            index = kept.context.index if isinstance(kept.context, IndexExpr) else None
+            key = index.value if isinstance(index, StrExpr) else None
+            pairs = [(key, checker.lookup_type_or_none(kept.value))]
+        _check_runs_in(checker, kept.module, kept.how, kept.context, pairs=pairs)
+
+
+def _written_by(call: CallExpr, checker: TypeChecker) -> Sequence[_Written]:
+    """What a filler's call writes (:func:`filled`), with anything under any name for an
+    argument whose items are not read: ``update(*pairs)``, a mapping of a class of the
+    project's own, a value of a type not known."""
+    method = call.callee.name if isinstance(call.callee, MemberExpr) else ""
+    if method in _KEYED:
+        return list(filled(call, checker)) or _ANYTHING
+    pairs: list[_Written] = []
+    for arg, kind, name in zip(call.args, call.arg_kinds, call.arg_names, strict=True):
+        if kind == ARG_NAMED:
+            pairs.append((name, checker.lookup_type_or_none(arg)))
+        elif kind in (ARG_POS, ARG_STAR2):
+            pairs += list(items_of(arg, checker)) or _ANYTHING
+        else:
+            pairs += _ANYTHING
+    return pairs
+
+
+class _Kept(NamedTuple):
+    """A write through a module's namespace judged by what it writes (:func:`report_values`)."""
+
+    module: MypyFile | object
+    how: str
+    context: Expression
+    """The item assigned (``globals()["TONE"]``), or the filler named (``.update``)."""
+    value: Expression | None
+    """The value assigned (``reply`` in ``globals()["TONE"] = reply``)."""
+    filler: CallExpr | None
+    """Or the filler's call (``globals().update(TONE=reply)``)."""
+
+
+_KEPT: dict[str, list[_Kept]] = {}
+"""The writes :func:`report_writes` found in each module, for :func:`report_values`."""
+
+
+def _keep(tree: MypyFile, kept: _Kept) -> None:
+    _KEPT.setdefault(tree.fullname, []).append(kept)
+
+
+def _assigned_values(tree: MypyFile) -> dict[int, Expression]:
+    """The value of each plain assignment's target (``globals()["TONE"] = value``), by the
+    id of the target; a target that is one of several (``a, b = ...``) has none."""
+    return {
+        id(lvalue): statement.rvalue
+        for statement in every_statement(tree.defs)
+        if isinstance(statement, AssignmentStmt)
+        for lvalue in statement.lvalues
+    }
 
 
 def check_runner(callee: str, ctx: FunctionContext | MethodContext, checker: TypeChecker) -> None:
@@ -144,6 +251,53 @@ def check_runner(callee: str, ctx: FunctionContext | MethodContext, checker: Typ
         if module is not None and module not in seen:
             seen.append(module)
             _check_runs_in(checker, module, f"{what} runs in", arg, _RUN_HINT)
+
+
+def filled(call: CallExpr, checker: TypeChecker) -> Iterator[tuple[str | None, Type]]:
+    """Each key (``None`` when not known in the code) and value type a filler's call puts
+    into the namespace: ``update(prompt=reply)``, ``update(data)``, ``setdefault(k, v)``."""
+    method = call.callee.name if isinstance(call.callee, MemberExpr) else ""
+    if method in _KEYED:
+        if len(call.args) == 2:
+            key = call.args[0]
+            typ = checker.lookup_type_or_none(call.args[1])
+            if typ is not None:
+                yield (key.value if isinstance(key, StrExpr) else None), typ
+        return
+    for arg, kind, name in zip(call.args, call.arg_kinds, call.arg_names, strict=True):
+        if kind == ARG_NAMED and name is not None:
+            typ = checker.lookup_type_or_none(arg)
+            if typ is not None:
+                yield name, typ
+        elif kind in (ARG_POS, ARG_STAR2):
+            yield from items_of(arg, checker)
+
+
+def items_of(mapping: Expression, checker: TypeChecker) -> Iterator[tuple[str | None, Type]]:
+    """Each key (``None`` when not known in the code) and value type of a mapping: a dict
+    display item by item, a ``TypedDict`` by its keys, another mapping by its value type."""
+    if isinstance(mapping, DictExpr):
+        for key, value in mapping.items:
+            if key is None:
+                yield from items_of(value, checker)  # ``{**other}``
+                continue
+            typ = checker.lookup_type_or_none(value)
+            if typ is not None:
+                yield (key.value if isinstance(key, StrExpr) else None), typ
+        return
+    typ = get_proper_type(checker.lookup_type_or_none(mapping))
+    if isinstance(typ, AnyType):
+        yield None, typ
+    elif isinstance(typ, TypedDictType):
+        yield from typ.items.items()
+    elif isinstance(typ, Instance) and len(typ.args) == 2:
+        yield None, typ.args[1]  # dict[str, V], Mapping[str, V]
+    elif isinstance(typ, Instance) and len(typ.args) == 1:
+        pair = get_proper_type(typ.args[0])  # an iterable of pairs: list[tuple[str, V]]
+        if isinstance(pair, TupleType) and len(pair.items) == 2:
+            yield None, pair.items[1]
+        elif isinstance(pair, AnyType):
+            yield None, pair
 
 
 def _is_none(expr: Expression) -> bool:
@@ -223,20 +377,49 @@ def writable(formal: Type | None, own: bool) -> bool:
     )
 
 
+_Written = tuple[str | None, Type | None]
+"""A name written (``None``: not known in the code) and the type of the value written
+under it (``None``: not known, or anything, as code run in the namespace writes)."""
+_ANYTHING: Final[Sequence[_Written]] = ((None, None),)
+
+
 def _check_runs_in(
-    checker: TypeChecker, module: MypyFile | object, how: str, context: Context, hint: str = ""
+    checker: TypeChecker,
+    module: MypyFile | object,
+    how: str,
+    context: Context,
+    hint: str = "",
+    pairs: Sequence[_Written] = _ANYTHING,
 ) -> None:
+    """Report a write of ``pairs`` (any value under any name, by default) into ``module``'s
+    namespace that may rewrite a variable declared trusted or a ``Final`` constant."""
     trusted = _trusted(module)
-    if trusted:
+    if any(_rewrites(checker, trusted, key, value) for key, value in pairs):
         shown = f" (its variables declared trusted: {', '.join(sorted(trusted)[:5])})"
         _fail_trusted(checker, f"{how} the namespace of {_display(module)}{shown}", context)
     constants = _constants(module)
-    if constants == frozenset():
+    if not any(_rewrites(checker, constants, key, value) for key, value in pairs):
         return
     shown = (
         "" if constants is None else f" (its Final constants: {', '.join(sorted(constants)[:5])})"
     )
     _fail(checker, f"{how} the namespace of {_display(module)}{shown}", context, hint)
+
+
+def _rewrites(
+    checker: TypeChecker, names: frozenset[str] | None, key: str | None, value: Type | None
+) -> bool:
+    """Whether writing ``value`` under ``key`` may rewrite one of ``names`` (``None``: not
+    known, the namespace of a module the plugin cannot name). A name written in the code is
+    one of them or not, whatever the value (mypy would refuse ``prompts.TONE = True``);
+    under another name, or into an unknown module, only a value that may hold text can
+    put text where text written in code (or minted text) is read: a flag or a count
+    cannot."""
+    if names == frozenset():
+        return False
+    if key is not None and names is not None:
+        return key in names
+    return value is None or may_hold_text(value, checker)
 
 
 def check_attribute_write(
@@ -257,8 +440,10 @@ def check_attribute_write(
             if module is None:
                 return  # neither a module nor a class: no Final constant lives there
     what = f"{callee.rpartition('.')[2]}()"
+    key = name.value if isinstance(name, StrExpr) else None
+    value = ctx.arg_types[2][0] if len(ctx.arg_types) > 2 and len(ctx.arg_types[2]) == 1 else None
     trusted = _trusted(module)
-    if trusted and (not isinstance(name, StrExpr) or name.value in trusted):
+    if _rewrites(checker, trusted, key, value):
         target = (
             f'the variable "{name.value}", declared trusted'
             if isinstance(name, StrExpr)
@@ -266,31 +451,17 @@ def check_attribute_write(
         )
         _fail_trusted(checker, f"{what} on {_display(module)} sets {target}", ctx.context)
     constants = _constants(module)
+    if not _rewrites(checker, constants, key, value):
+        return
     if isinstance(name, StrExpr):
-        if constants is not None and name.value not in constants:
-            return
         target = (
             f'the Final constant "{name.value}"'
             if constants is not None
             else f'"{name.value}", which may be a Final constant of it'
         )
     else:
-        if constants == frozenset():
-            return
         target = "an attribute named by text not known in the code"
     _fail(checker, f"{what} on {_display(module)} sets {target}", ctx.context)
-
-
-def _check_namespace(
-    checker: TypeChecker,
-    base: Expression,
-    context: Context,
-    how: str,
-    scope: _Scope,
-) -> None:
-    module = _namespace_of(base, scope)
-    if module is not None:
-        _check_runs_in(checker, module, how, context)
 
 
 class _Scope(NamedTuple):
@@ -317,6 +488,7 @@ _SCOPES: dict[str, _Scope] = {}
 def forget() -> None:
     """Drop what one build learnt (``VeridicPlugin`` calls this for each new build)."""
     _SCOPES.clear()
+    _KEPT.clear()
 
 
 def _scope_of(checker: TypeChecker, expressions: list[Expression] | None = None) -> _Scope:
