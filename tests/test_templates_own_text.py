@@ -350,3 +350,73 @@ def test_a_percent_format_from_a_value_checks_what_it_formats(tmp_path: Path) ->
     template = _templates(tmp_path, "{{ greeting % handle }}").data("t.j2", params=_Format)
     with pytest.raises(TemplateError, match=r"t\.j2' line 1.*memory address"):
         template.render({"greeting": untrusted("%s", source="t:1"), "handle": _Handle()})
+
+
+# -- what the second read found -------------------------------------------------------------
+
+_HOLDING_PATHS = [  # a value the template makes whose text is its items' repr
+    ("repr", "Mood: {{ {'a': {v}}.values() }}"),
+    ("repr", "Mood: {{ {'a': {v}}.items() }}"),
+    ("repr", "Mood: {% set ns = namespace(a={v}) %}{{ ns }}"),
+    ("repr", "Mood: {{ namespace(a={v}) | string }}"),
+    ("repr", "Mood: {{ [{v}] | groupby('value') }}"),
+]
+_OTHER_WAYS = [  # filters and blocks the change did not list, pinned
+    ("str", "Mood: {{ {v} | indent }}"),
+    ("str", "Mood: {{ {v} | wordwrap(5) }}"),
+    ("str", "Mood: {{ {v} | truncate(9) }}"),
+    ("str", "Mood: {{ {v} | striptags }}"),
+    ("str", "Mood: {{ {v} | urlize }}"),
+    ("str", "Mood: {{ {v} | capitalize }}"),
+    ("str", "Mood: {{ {'a': {v}} | urlencode }}"),
+    ("str", "Mood: {% set x %}{{ {v} }}{% endset %}{{ x }}"),
+    ("str", "Mood: {% macro m(v) %}{{ v }}{% endmacro %}{{ m({v}) }}"),
+    ("str", "{% macro m() %}{{ caller() }}{% endmacro %}{% call m() %}{{ {v} }}{% endcall %}"),
+    ("str", "Mood: {% for i in [1] %}{{ loop.cycle({v}) }}{% endfor %}"),
+]
+
+
+@pytest.mark.parametrize("stored", [False, True])
+@pytest.mark.parametrize(("how", "source"), _HOLDING_PATHS + _OTHER_WAYS)
+def test_untrusted_text_written_by_what_a_template_makes_of_a_value_is_refused(
+    tmp_path: Path, how: str, source: str, stored: bool
+) -> None:
+    # dict.values() and namespace() write their items' repr, and were not looked into:
+    # "<Namespace {'a': IGNORE ALL RULES}>" was minted as the template's own.
+    template = _instruction(tmp_path, source.replace("{v}", "mood"), stored=stored)
+    _refused(template, how)
+
+
+class _Fickle:
+    """An object whose ``__str__`` returns trusted text until its ``turn``-th call."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self.turn = 0
+
+    def __str__(self) -> str:
+        self.calls += 1
+        if self.calls == self.turn:
+            return untrusted(_EVIL, source="ticket:9")
+        return instruction("calm")
+
+    def __repr__(self) -> str:
+        return instruction("calm")
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_a_str_that_changes_after_its_check_is_refused_as_written(
+    tmp_path: Path, stored: bool
+) -> None:
+    # The check read __str__, and the output read it again: what it wrote the last time
+    # was minted unchecked.
+    template = _instruction(tmp_path, "Mood: {{ mood.fickle }}", stored=stored)
+    member: Any = Mood.CALM
+    member.fickle = fickle = _Fickle()
+    try:
+        assert template.render({"mood": Mood.CALM}) == "Mood: calm"
+        fickle.turn, fickle.calls = fickle.calls, 0  # the render's last call: what it wrote
+        with pytest.raises(ProvenanceError, match=r"line 1.*_Fickle whose __str__\(\).*ticket:9"):
+            template.render({"mood": Mood.CALM})
+    finally:
+        del member.fickle

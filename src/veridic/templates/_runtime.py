@@ -39,6 +39,7 @@ from contextvars import ContextVar
 from typing import Any, Final, cast
 
 from jinja2 import Template as JinjaTemplate
+from jinja2.utils import Namespace
 
 from veridic._sample import clip
 from veridic._words import article
@@ -112,6 +113,11 @@ def emit(value: object, origin: str) -> str:
         return value  # type: ignore[return-value]  # a str subclass
     if kind is UNTRUSTED or kind not in SCALARS:
         check_written(value, lambda: _place(origin))
+        text = str(value)
+        if type(text) is UNTRUSTED:  # __str__ read again: what it wrote is what counts
+            doing = f"outputs {article(kind.__name__)} whose __str__() returns"
+            refuse_untrusted(text, lambda: _place(origin), doing)
+        return _computed_part(text, origin)
     return _computed_part(str(value), origin)
 
 
@@ -191,12 +197,10 @@ def _own_untrusted(value: object, seen: set[int]) -> tuple[str, type, str] | Non
         html = getattr(kind, "__html__", None)
         if callable(html) and type(text := html(value)) is UNTRUSTED:
             return text, kind, "__html__"
-    if not isinstance(value, _CONTAINERS) or id(value) in seen:
+    items = _written_items(value)
+    if items is None or id(value) in seen:
         return None
     seen.add(id(value))
-    items: Iterable[object] = value
-    if isinstance(value, Mapping):
-        items = (part for pair in value.items() for part in pair)
     for held in items:
         found = _own_untrusted(held, seen)
         if found is not None:
@@ -424,8 +428,25 @@ _ADDRESS: Final = re.compile(r"(?<![0-9A-Za-z_])0x[0-9a-fA-F]{8,16}(?![0-9A-Za-z
 ``Wrapper(<object object at 0x7f43...>)``), and of a ``hash()``: either differs in every
 process. A pointer has at most sixteen digits (64 bits): a longer number is a value (a git
 sha, a sha256, a UUID without dashes, a key), the same in every process."""
-_CONTAINERS: Final = (list, tuple, Mapping, AbstractSet)
+_CONTAINERS: Final = (list, tuple, Mapping, AbstractSet, ValuesView)
 """What prints the text of each item it holds: checked item by item."""
+
+
+def _written_items(value: object) -> Iterable[object] | None:
+    """The values whose ``repr`` ``value``'s text is made of, or ``None`` for a value that
+    writes no one else's: a container's items (a mapping's keys and values, a
+    ``dict.values()``'s), and a ``namespace()``'s, whose text is its attributes' ``repr``
+    (``<Namespace {'a': ...}>``), and which a template makes of any value."""
+    if isinstance(value, _CONTAINERS):
+        if isinstance(value, Mapping):
+            return (part for pair in value.items() for part in pair)
+        return cast("Iterable[object]", value)
+    if isinstance(value, Namespace):
+        held: dict[str, object] = object.__getattribute__(value, "_Namespace__attrs")
+        return (part for pair in held.items() for part in pair)
+    return None
+
+
 _CALLABLES: Final = (
     types.FunctionType,
     types.BuiltinFunctionType,
@@ -525,13 +546,11 @@ def _addressed(
     if kind.__repr__ is object.__repr__ and (item or kind.__str__ is object.__str__):
         shown = "an iterator" if isinstance(value, Iterator) else article(kind.__name__)
         return shown, kind, _ITS_ADDRESS
-    if isinstance(value, _CONTAINERS):
+    items = _written_items(value)
+    if items is not None:
         if id(value) in seen:  # a container holding itself prints as [...]
             return None
         seen.add(id(value))
-        items: Iterable[object] = value
-        if isinstance(value, Mapping):
-            items = (part for pair in value.items() for part in pair)
         for held in items:
             found = _addressed(held, seen, item=True)
             if found is not None:
