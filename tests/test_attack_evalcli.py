@@ -250,3 +250,72 @@ def test_a_password_in_the_endpoint_url_is_said_to_be_seen_by_every_user(
     assert "process list" in err
     assert "VERIDIC_EVAL_API_KEY" in err
     assert "s3cret-key" not in err
+
+
+# --- second read: signals the run's caller already handles --------------------------------------
+
+
+def _signalled_midway(server: ChatServer, *signums: int) -> None:
+    """The server sends this process ``signums`` while it is asked its third case."""
+
+    def answer(number: int) -> Reply:
+        if number == 3:
+            for signum in signums:
+                os.kill(os.getpid(), signum)
+        return chat()
+
+    server.answer = answer
+
+
+@NEEDS_HTTP
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+def test_a_run_under_nohup_outlives_its_terminal(server: ChatServer, tmp_path: Path) -> None:
+    # `nohup make eval-model &` sets SIGHUP to be ignored so that the run outlives the
+    # terminal it was started from; the run put its own handler in place of that, and
+    # closing the terminal stopped the hour-long run nohup was there to keep going.
+    _signalled_midway(server, signal.SIGHUP)
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        assert main(endpoint_argv(server.url, tmp_path / "run.json", "--limit", "4")) == 0
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert len(read_record(tmp_path / "run.json")["cases"]) == 4
+
+
+@NEEDS_HTTP
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+def test_a_program_s_own_sigterm_handler_is_left_to_it(server: ChatServer, tmp_path: Path) -> None:
+    # A program that calls main() (a job runner with its own graceful shutdown) had its
+    # SIGTERM handler replaced for the hour of the run: its shutdown never ran.
+    received: list[int] = []
+
+    def own(signum: int, frame: object) -> None:
+        received.append(signum)
+
+    _signalled_midway(server, signal.SIGTERM)
+    previous = signal.signal(signal.SIGTERM, own)
+    try:
+        assert main(endpoint_argv(server.url, tmp_path / "run.json", "--limit", "4")) == 0
+        assert signal.getsignal(signal.SIGTERM) is own
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert received == [signal.SIGTERM]
+
+
+@NEEDS_HTTP
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+def test_a_second_signal_while_the_first_stops_the_run_keeps_the_answers(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A closed terminal and a service manager may send SIGHUP and SIGTERM together: the
+    # second was raised while the first was being handled: it took the first's place (the
+    # exit status named the second), and once the first was caught it escaped as a
+    # traceback, with the answers given.
+    _signalled_midway(server, signal.SIGHUP, signal.SIGTERM)
+    out = tmp_path / "run.json"
+    assert main(endpoint_argv(server.url, out, "--limit", "6")) == 128 + signal.SIGHUP
+    assert "--resume" in read_record(out)["meta"]["incomplete"]
+    assert "SIGHUP" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
