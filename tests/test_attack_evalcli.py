@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -319,3 +320,64 @@ def test_a_second_signal_while_the_first_stops_the_run_keeps_the_answers(
     assert "SIGHUP" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
     assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
+
+
+# --- second read: the cache check's gaps --------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_a_cache_reached_through_a_link_in_a_folder_others_can_write_to_is_refused(
+    tmp_path: Path,
+) -> None:
+    # The check followed the link and looked at the folders around its target only:
+    # whoever can write to the folder the link is in can point it at their own cache.
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "cache").symlink_to(mine)
+    with pytest.raises(install.InstallError) as raised:
+        install.check_cache(shared / "cache")
+    assert str(shared) in str(raised.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="lchown needs root")
+def test_a_cache_reached_through_another_user_s_link_is_refused(tmp_path: Path) -> None:
+    # In a sticky folder (/tmp) others cannot rename what is ours, but a link that is
+    # theirs they can point anywhere after the check.
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    sticky = tmp_path / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    link = sticky / "veridic-eval"
+    link.symlink_to(mine)
+    os.lchown(link, 65534, 65534)
+    with pytest.raises(install.InstallError) as raised:
+        install.check_cache(link)
+    assert "owned by user 65534" in str(raised.value)
+
+
+def _grant_write(folder: Path, uid: int) -> None:
+    """Give user ``uid`` write access to ``folder`` by a POSIX ACL (``setfacl -m u:UID:rwx``)."""
+    entries = [(0x01, 7, -1), (0x02, 7, uid), (0x04, 5, -1), (0x10, 7, -1), (0x20, 5, -1)]
+    packed = struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, ident & 0xFFFFFFFF) for tag, perm, ident in entries
+    )
+    try:
+        os.setxattr(folder, "system.posix_acl_access", packed)
+    except OSError as error:
+        pytest.skip(f"no POSIX ACLs here: {error}")
+
+
+@pytest.mark.skipif(not hasattr(os, "setxattr"), reason="Linux ACLs")
+def test_a_cache_another_user_may_write_to_by_an_acl_is_refused(tmp_path: Path) -> None:
+    # An ACL entry for another user shows in the mode only as the group's write bit (its
+    # mask), which the user's own primary group was allowed: the cache was taken.
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    _grant_write(cache, 65534)
+    with pytest.raises(install.InstallError) as raised:
+        install.check_cache(cache)
+    assert "access control list" in str(raised.value)
