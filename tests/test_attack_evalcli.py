@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -250,3 +251,133 @@ def test_a_password_in_the_endpoint_url_is_said_to_be_seen_by_every_user(
     assert "process list" in err
     assert "VERIDIC_EVAL_API_KEY" in err
     assert "s3cret-key" not in err
+
+
+# --- second read: signals the run's caller already handles --------------------------------------
+
+
+def _signalled_midway(server: ChatServer, *signums: int) -> None:
+    """The server sends this process ``signums`` while it is asked its third case."""
+
+    def answer(number: int) -> Reply:
+        if number == 3:
+            for signum in signums:
+                os.kill(os.getpid(), signum)
+        return chat()
+
+    server.answer = answer
+
+
+@NEEDS_HTTP
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+def test_a_run_under_nohup_outlives_its_terminal(server: ChatServer, tmp_path: Path) -> None:
+    # `nohup make eval-model &` sets SIGHUP to be ignored so that the run outlives the
+    # terminal it was started from; the run put its own handler in place of that, and
+    # closing the terminal stopped the hour-long run nohup was there to keep going.
+    _signalled_midway(server, signal.SIGHUP)
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        assert main(endpoint_argv(server.url, tmp_path / "run.json", "--limit", "4")) == 0
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, previous)
+    assert len(read_record(tmp_path / "run.json")["cases"]) == 4
+
+
+@NEEDS_HTTP
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+def test_a_program_s_own_sigterm_handler_is_left_to_it(server: ChatServer, tmp_path: Path) -> None:
+    # A program that calls main() (a job runner with its own graceful shutdown) had its
+    # SIGTERM handler replaced for the hour of the run: its shutdown never ran.
+    received: list[int] = []
+
+    def own(signum: int, frame: object) -> None:
+        received.append(signum)
+
+    _signalled_midway(server, signal.SIGTERM)
+    previous = signal.signal(signal.SIGTERM, own)
+    try:
+        assert main(endpoint_argv(server.url, tmp_path / "run.json", "--limit", "4")) == 0
+        assert signal.getsignal(signal.SIGTERM) is own
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert received == [signal.SIGTERM]
+
+
+@NEEDS_HTTP
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+def test_a_second_signal_while_the_first_stops_the_run_keeps_the_answers(
+    server: ChatServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A closed terminal and a service manager may send SIGHUP and SIGTERM together: the
+    # second was raised while the first was being handled: it took the first's place (the
+    # exit status named the second), and once the first was caught it escaped as a
+    # traceback, with the answers given.
+    _signalled_midway(server, signal.SIGHUP, signal.SIGTERM)
+    out = tmp_path / "run.json"
+    assert main(endpoint_argv(server.url, out, "--limit", "6")) == 128 + signal.SIGHUP
+    assert "--resume" in read_record(out)["meta"]["incomplete"]
+    assert "SIGHUP" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    assert signal.getsignal(signal.SIGHUP) is signal.SIG_DFL
+
+
+# --- second read: the cache check's gaps --------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_a_cache_reached_through_a_link_in_a_folder_others_can_write_to_is_refused(
+    tmp_path: Path,
+) -> None:
+    # The check followed the link and looked at the folders around its target only:
+    # whoever can write to the folder the link is in can point it at their own cache.
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    (shared / "cache").symlink_to(mine)
+    with pytest.raises(install.InstallError) as raised:
+        install.check_cache(shared / "cache")
+    assert str(shared) in str(raised.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid") or os.getuid() != 0, reason="lchown needs root")
+def test_a_cache_reached_through_another_user_s_link_is_refused(tmp_path: Path) -> None:
+    # In a sticky folder (/tmp) others cannot rename what is ours, but a link that is
+    # theirs they can point anywhere after the check.
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    sticky = tmp_path / "tmp"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    link = sticky / "veridic-eval"
+    link.symlink_to(mine)
+    os.lchown(link, 65534, 65534)
+    with pytest.raises(install.InstallError) as raised:
+        install.check_cache(link)
+    assert "owned by user 65534" in str(raised.value)
+
+
+def _grant_write(folder: Path, uid: int) -> None:
+    """Give user ``uid`` write access to ``folder`` by a POSIX ACL (``setfacl -m u:UID:rwx``)."""
+    entries = [(0x01, 7, -1), (0x02, 7, uid), (0x04, 5, -1), (0x10, 7, -1), (0x20, 5, -1)]
+    packed = struct.pack("<I", 2) + b"".join(
+        struct.pack("<HHI", tag, perm, ident & 0xFFFFFFFF) for tag, perm, ident in entries
+    )
+    try:
+        os.setxattr(folder, "system.posix_acl_access", packed)
+    except OSError as error:
+        pytest.skip(f"no POSIX ACLs here: {error}")
+
+
+@pytest.mark.skipif(not hasattr(os, "setxattr"), reason="Linux ACLs")
+def test_a_cache_another_user_may_write_to_by_an_acl_is_refused(tmp_path: Path) -> None:
+    # An ACL entry for another user shows in the mode only as the group's write bit (its
+    # mask), which the user's own primary group was allowed: the cache was taken.
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    _grant_write(cache, 65534)
+    with pytest.raises(install.InstallError) as raised:
+        install.check_cache(cache)
+    assert "access control list" in str(raised.value)

@@ -691,23 +691,34 @@ def _signals_stop_the_run() -> Iterator[None]:
     Their default is to end the process at once: the record is written when the run
     ends, so an hour of answers was lost to a cancelled CI job, without a word. Raised
     as :class:`_Terminated` instead, they leave the answers given to be kept, and the
-    exit status is the shell's for the signal (128 + its number). Only the main thread
-    can set a handler; elsewhere (a test's thread) the defaults stay.
+    exit status is the shell's for the signal (128 + its number). Only the first is
+    raised: a second (a closed terminal's SIGHUP with a service manager's SIGTERM) would
+    otherwise be raised while the first is handled, and escape with the answers.
+
+    Only a signal left to its default is taken: one ignored (``nohup`` ignores SIGHUP so
+    that the run outlives its terminal) or handled by the program that calls
+    :func:`main` stays as it was. Only the main thread can set a handler; elsewhere (a
+    test's thread) the defaults stay.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    stopped_by: list[int] = []
 
     def stop(signum: int, frame: object) -> None:
         del frame
-        raise _Terminated(signum)
+        if not stopped_by:
+            stopped_by.append(signum)
+            raise _Terminated(signum)
 
-    previous = {signum: signal.signal(signum, stop) for signum in _STOPPING_SIGNALS}
+    taken = [s for s in _STOPPING_SIGNALS if signal.getsignal(s) is signal.SIG_DFL]
+    for signum in taken:
+        signal.signal(signum, stop)
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum in taken:
+            signal.signal(signum, signal.SIG_DFL)
 
 
 def _same_file(markdown: Path, records: Sequence[Path]) -> str | None:

@@ -326,8 +326,8 @@ def check_cache(cache: Path) -> None:
     if not hasattr(os, "getuid"):  # Windows: its permissions are not modes
         return
     resolved = cache.resolve()
-    for folder in (resolved, *resolved.parents):
-        problem = _writable_by_others(folder, around=folder != resolved)
+    for folder, around in _folders_to_trust(cache):
+        problem = _writable_by_others(folder, around=around)
         if problem is not None:
             raise InstallError(
                 f"the cache folder {cache} is not yours alone: {folder} {problem}, so "
@@ -335,21 +335,54 @@ def check_cache(cache: Path) -> None:
                 "the model it loads; nothing was installed or loaded. Set "
                 "VERIDIC_EVAL_CACHE to a folder only you can write to (the default is "
                 f"~/.cache/veridic-eval), or, if {folder} is yours, chmod go-w {folder}"
+                + (f" (the cache is {resolved})" if resolved != cache.absolute() else "")
             )
+
+
+def _folders_to_trust(cache: Path) -> Iterator[tuple[Path, bool]]:
+    """Each folder and link the cache is reached through, and whether it is one around the
+    cache (not the cache itself): the path as written, whose links someone else could
+    repoint, and then the folder it leads to, with the folders around that."""
+    written = Path(os.path.abspath(cache))
+    for step in (written, *written.parents):
+        yield step, step != written
+    resolved = cache.resolve()
+    for step in (resolved, *resolved.parents):
+        yield step, step != resolved
 
 
 def _writable_by_others(folder: Path, *, around: bool) -> str | None:
     """Who but this user could write to ``folder`` (``around``: a folder the cache is in,
-    where a sticky bit keeps others from renaming what is not theirs), or ``None``."""
+    where a sticky bit keeps others from renaming what is not theirs), or ``None``.
+
+    A link is looked at itself (its owner can point it elsewhere), and then where it
+    leads. The group's write bit of a folder with an access control list is its mask: an
+    entry for another user or group may be what it lets write, so it is not taken as the
+    user's own group.
+    """
+    if folder.is_symlink() and folder.lstat().st_uid not in (os.getuid(), 0):
+        return f"is a link owned by user {folder.lstat().st_uid}"
     status = folder.stat()
     if status.st_uid not in (os.getuid(), 0):
         return f"is owned by user {status.st_uid}"
     sticky = around and status.st_mode & stat.S_ISVTX
     if status.st_mode & stat.S_IWOTH and not sticky:
         return "can be written by every user"
-    if status.st_mode & stat.S_IWGRP and status.st_gid != os.getgid() and not sticky:
-        return f"can be written by group {status.st_gid}"
+    if status.st_mode & stat.S_IWGRP and not sticky:
+        if status.st_gid != os.getgid():
+            return f"can be written by group {status.st_gid}"
+        if _has_acl(folder):
+            return "has an access control list that lets others write (getfacl shows it)"
     return None
+
+
+def _has_acl(folder: Path) -> bool:
+    """Whether ``folder`` has a POSIX access control list beyond its mode (Linux keeps it
+    as an extended attribute; elsewhere none is seen)."""
+    try:
+        return "system.posix_acl_access" in os.listxattr(folder)
+    except (AttributeError, OSError):  # no xattrs on this system or filesystem
+        return False
 
 
 def _flocked(fcntl: ModuleType, folder: int, cache: Path, log: Log) -> bool:
