@@ -245,13 +245,8 @@ def test_the_decoder_counts_objects_and_arrays_outside_strings_only(
     arrays than the bound, however many brackets its strings hold, and dropped (counted)
     when it holds more."""
     line = json.dumps(value, ensure_ascii=False)
-    counted = LongLines("tools", 10_000, containers=bound)
-    with counted.reading():
-        decoder = codecs.getincrementaldecoder(registered())("strict")
-    out = decoder.decode(f"{line}\n".encode()) + decoder.decode(b"", final=True)
     kept = _containers(value) <= bound
-    assert out == (f"{line}\n" if kept else "")
-    assert counted.dropped == (not kept)
+    assert _decoded(line, bound) == ((f"{line}\n", 0) if kept else ("", 1))
 
 
 def test_a_call_over_http_whose_answer_is_nested_past_the_parser_may_have_run(
@@ -317,3 +312,23 @@ def test_a_call_over_http_whose_answer_is_nested_past_the_parser_may_have_run(
     assert str(error).startswith("the call may have run, but its answer could not be read")
     assert "recursion limit exceeded" in str(error)  # what was wrong, quoted
     assert error.reason == "the MCP server's answer could not be read"
+
+
+def _decoded(line: str, containers: int) -> tuple[str, int]:
+    """``line`` through a connection's decoder: what it passed on, and how many it dropped."""
+    counted = LongLines("tools", 10_000_000, containers=containers)
+    with counted.reading():
+        decoder = codecs.getincrementaldecoder(registered())("strict")
+    out = decoder.decode(f"{line}\n".encode()) + decoder.decode(b"", final=True)
+    return out, counted.dropped
+
+
+def test_a_string_left_open_is_counted_in_one_pass_to_the_end_of_the_line() -> None:
+    """A quote never closed, after many escaped quotes, then brackets: each escaped quote
+    was taken for the start of another string, and the line was read once for each (a
+    line of 200,000 of them held the client's event loop for minutes). The open string
+    runs to the end of the line, so its brackets are text."""
+    line = '{"a":"' + '\\"' * 200_000 + "[" * 2000
+    assert _decoded(line, containers=1000) == (f"{line}\n", 0)
+    closed = '{"a":"' + '\\"' * 200_000 + '"' + ",[]" * 2000 + "}"
+    assert _decoded(closed, containers=1000) == ("", 1)

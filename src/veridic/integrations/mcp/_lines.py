@@ -113,8 +113,11 @@ _READING: contextvars.ContextVar[LongLines | None] = contextvars.ContextVar(
     "veridic_mcp_long_lines", default=None
 )
 _registering = threading.Lock()
-# A JSON string, escapes and all: its brackets are text, no object or array.
-_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+# A JSON string, escapes and all: its brackets are text, no object or array. One never
+# closed runs to the end of the line: matched only when closed, each escaped quote after
+# its opening was taken for the start of another string, and the line read again from
+# there (a line of 200,000 of them held the event loop for minutes).
+_STRING: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*(?:"|\\?$)')
 _T = TypeVar("_T")
 
 
