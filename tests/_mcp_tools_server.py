@@ -28,6 +28,10 @@ holding ``"endless": true`` writes one line to stdout that never ends (no newlin
 instead of answering: what a hostile server does to a client that holds a line until
 its end. One holding ``"latin1": text`` answers with a line whose result is that text
 written in Latin-1, not UTF-8 (the protocol's encoding), and then never answers again.
+One holding ``"wire": {"head": ..., "piece": ..., "times": n, "tail": ...}`` writes the
+line ``head + piece * n + tail`` (``ID`` in the head replaced by the request's id, as
+JSON) instead of answering, and then never answers again: a message nested thousands
+deep, or of millions of tiny values, built on the server's side.
 
     python tests/_mcp_tools_server.py            # stdio
     python tests/_mcp_tools_server.py --http PORT
@@ -113,6 +117,8 @@ async def _call(
         _endless_line()
     if "latin1" in entry:
         await _latin1_answer(ctx.request_id, entry["latin1"])
+    if "wire" in entry:
+        await _wire_answer(ctx.request_id, entry["wire"])
     if "raise" in entry:
         raise MCPError(code=entry["raise"]["code"], message=entry["raise"]["message"])
     if "input_required" in entry:
@@ -147,6 +153,15 @@ async def _latin1_answer(request_id: object, text: str) -> None:
     result = {"content": [{"type": "text", "text": text}]}
     answer = {"jsonrpc": "2.0", "id": request_id, "result": result}
     os.write(_WIRE, json.dumps(answer, ensure_ascii=False).encode("latin-1") + b"\n")
+    await anyio.sleep_forever()
+
+
+async def _wire_answer(request_id: object, wire: dict[str, Any]) -> None:
+    """Write the line ``wire`` describes (its head's ``ID`` the request's id), and never
+    answer again."""
+    head = wire["head"].replace("ID", json.dumps(request_id))
+    line = head + wire["piece"] * wire["times"] + wire["tail"]
+    os.write(_WIRE, line.encode("utf-8") + b"\n")
     await anyio.sleep_forever()
 
 

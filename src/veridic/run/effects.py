@@ -21,7 +21,10 @@ iterable whose class iterates with Python code of its own) fails
 :func:`run_observed`, as it fails :func:`veridic.execute`. What
 :func:`veridic.execute` runs of the call inside its dispatch is observed
 too: the result rendered for the model (a ``computed_field``, a ``__str__``),
-and the message of the error it raised.
+and the message of the error it raised. Validating the arguments is not part of the
+call: it runs before approval, so a guarded operation in an argument model's validator
+is refused (:class:`~veridic.GuardDeniedError`, raised by :func:`run_observed` before
+anything is observed), as it is by :func:`veridic.execute`.
 
 >>> def purge(name: str) -> None:
 ...     guard_irreversible("hard delete golden fixture")

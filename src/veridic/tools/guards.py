@@ -24,7 +24,10 @@ dispatch through a view is itself judged (operation ``"delegation:<tool>"``):
 a high-risk tool runs only inside a high-risk call the user confirmed, and a
 write never inside a query, whether or not its store code has guards. Code that
 runs outside any agent dispatch (migrations, admin scripts, the application's
-own UI handlers) is not affected: there the guards do nothing.
+own UI handlers) is not affected: there the guards do nothing. Validating a call's
+arguments is not such code: it runs before the call is approved and outside its
+dispatch, so a guarded operation in an argument model's validator is refused
+(:meth:`veridic.tools.tool.Tool.validate`), approved by nobody.
 
 The context variable follows ``asyncio`` tasks and ``asyncio.to_thread``,
 and each thread has its own. A raw ``threading.Thread``, an executor's
@@ -445,8 +448,10 @@ def guard_irreversible(operation: str, /) -> None:
 
     Raises:
         GuardDeniedError: inside a dispatch whose direct tool is not high risk,
-            is a query, or whose call was not confirmed by the user. Outside any
-            dispatch the guard does nothing.
+            is a query, or whose call was not confirmed by the user; or while a
+            call's arguments are validated (before the call is approved, outside its
+            dispatch). Outside any dispatch and any
+            validation the guard does nothing.
         VeridicError: ``operation`` is empty.
     """
     if not isinstance(operation, str) or not operation.strip():
@@ -457,6 +462,7 @@ def guard_irreversible(operation: str, /) -> None:
         )
     scope = _current.get()
     if scope is None:
+        _refuse_while_validating("irreversible operation", repr(operation.strip()))
         return
     _judge(scope, "irreversible", (f"irreversible:{operation.strip()}",), repr(operation.strip()))
 
@@ -475,8 +481,9 @@ def guard_instruction_write(target: WriteTarget | Iterable[WriteTarget], /) -> N
 
     Raises:
         GuardDeniedError: inside a dispatch whose direct tool is not high risk,
-            is a query, or whose call was not confirmed by the user. Outside any
-            dispatch the guard does nothing.
+            is a query, or whose call was not confirmed by the user; or while a
+            call's arguments are validated (before the call is approved, outside its
+            dispatch). Outside any dispatch and any validation the guard does nothing.
         VeridicError: ``target`` names no field (an empty string or list), or is
             a mapping (its keys are not what is written: pass its ``.values()``).
     """
@@ -485,9 +492,48 @@ def guard_instruction_write(target: WriteTarget | Iterable[WriteTarget], /) -> N
         return
     scope = _current.get()
     if scope is None:
+        _refuse_while_validating("write of instruction fields", ", ".join(fields))
         return
     operations = tuple(f"instruction_write:{name}" for name in fields)
     _judge(scope, "instruction_write", operations, ", ".join(fields))
+
+
+_arguments_of: Final[ContextVar[str | None]] = ContextVar(
+    "veridic_validating_arguments", default=None
+)
+
+
+@contextmanager
+def _validating(tool: str) -> Iterator[None]:
+    """Within it, outside any dispatch, every guarded operation is refused: the arguments
+    of ``tool`` are being validated.
+
+    Validation runs before approval by design (the policy, the user and a plan's
+    normalizer judge validated arguments), so it runs outside the call's dispatch, where
+    a guard did nothing: a ``model_validator`` of an argument model that deleted a report
+    deleted it for a call the policy then denied, and for a plan step that was only
+    normalized. Nothing that runs there was approved by anyone. Inside a dispatch (a
+    handler dispatching another tool) the guards judge the call around it as usual.
+    """
+    token = _arguments_of.set(tool)
+    try:
+        yield
+    finally:
+        _arguments_of.reset(token)
+
+
+def _refuse_while_validating(label: str, what: str) -> None:
+    """Raise for a guarded operation attempted while a call's arguments are validated."""
+    tool = _arguments_of.get()
+    if tool is None:
+        return
+    raise GuardDeniedError(
+        f"{label} {what} (at {_caller(3)}) was refused before it happened: it ran while the "
+        f"arguments of tool {clip(tool)} were validated (a validator of an argument model), "
+        "which happens before the call is approved and outside its dispatch, so nobody "
+        "approved it; validate without effects, and move it into the handler, which runs "
+        "inside the approved call"
+    )
 
 
 def _delegated(tool: str, risk: Risk, kind: ToolKind) -> bool:

@@ -74,7 +74,13 @@ from veridic.tools.function_schema import (
     _pydantic_validator,
     _unwrapped_function,
 )
-from veridic.tools.guards import _delegate_done, _delegated, _veridic_frame, current_dispatch
+from veridic.tools.guards import (
+    _delegate_done,
+    _delegated,
+    _validating,
+    _veridic_frame,
+    current_dispatch,
+)
 from veridic.tools.input_schema import _ARGUMENT_NAME, SCHEMA_TOOL, JsonObject
 from veridic.tools.pins import (
     DescriptionTrust,
@@ -302,8 +308,12 @@ class Tool:
         Raises:
             InvalidArgumentsError: not a JSON object, or a field is missing,
                 unknown or of the wrong type (``.fields`` names them).
+            GuardDeniedError: a validator of an argument model attempted a guarded
+                operation: validation runs before the call is approved, outside its
+                dispatch, so the guards refuse every such operation there.
         """
-        return self._validate(arguments)
+        with _validating(self.name):
+            return self._validate(arguments)
 
     def invoke(
         self, arguments: Mapping[str, object], context: ToolContext[object] | None = None

@@ -47,7 +47,11 @@ default) with a note of what was cut (``veridic.integrations.mcp._results``). A 
 server's stdout is read a whole line (one message) at a time, each line held to a hundred
 times the larger of the server's ``result_limit`` and ``describe_limit``: a longer one is
 dropped up to its end, never held whole, and the request it answered fails saying so
-(``veridic.integrations.mcp._lines``).
+(``veridic.integrations.mcp._lines``); so is a line of more objects and arrays than the
+larger of the two limits (parsed, each takes many times its characters), and a request
+left unanswered by a line the SDK could not parse (nested deeper than its parser's 200
+levels, or not JSON-RPC) is told so too. The SDK's own log records of a connection are
+written one inert line each (``veridic.integrations.mcp._sdk_logs``).
 
 The client grants no sampling, elicitation or roots: on protocol 2026-07-28 a call
 whose server asks for one fails, saying what it asked for; on the handshake
@@ -108,12 +112,15 @@ from veridic.errors import (
     ToolUnavailableError,
     VeridicError,
 )
+from veridic.integrations.mcp._lines import CROWDED as _CROWDED
 from veridic.integrations.mcp._lines import NOT_UTF8 as _NOT_UTF8
 from veridic.integrations.mcp._lines import REASON as _LINE_REASON
-from veridic.integrations.mcp._lines import LongLines, line_limit
+from veridic.integrations.mcp._lines import UNPARSED as _UNPARSED
+from veridic.integrations.mcp._lines import LongLines, container_limit, line_limit
 from veridic.integrations.mcp._lines import registered as _bounded_lines
 from veridic.integrations.mcp._pins import PinChange, PinnedTool, Pins, _canonical, _twice
 from veridic.integrations.mcp._results import RESULT_LIMIT, bounded, result_text
+from veridic.integrations.mcp._sdk_logs import speaking as _sdk_speaking
 from veridic.integrations.mcp._server_log import ServerLog
 from veridic.integrations.mcp._stderr import ServerStderr
 from veridic.text.provenance import (
@@ -139,6 +146,7 @@ _PAGES: Final = 100
 _ERROR_SHOWN: Final = 2000  # characters of a server's error text an error quotes
 _REQUEST_TIMEOUT: Final = -32001  # mcp_types.REQUEST_TIMEOUT: a request that got no answer
 _CONNECTION_CLOSED: Final = -32000  # mcp_types.CONNECTION_CLOSED: the connection ended
+_PARSE_ERROR: Final = -32700  # mcp_types.PARSE_ERROR: a message that could not be parsed
 _INVALID_REQUEST: Final = -32600  # mcp_types.INVALID_REQUEST: how the SDK refuses a request
 # The SDK's refusal of each request a client grants only with a callback (mcp.client.session):
 # the method the server sent, and what it asked for, in words the model can act on.
@@ -154,6 +162,14 @@ _REFUSED: Final = {
     "List roots not supported": ("roots/list", "roots (the directories the client works in)"),
 }
 _CLOSED: Final = instruction("the connection to the MCP server is closed")
+# What the capability section says of a server whose start got no answer after a line of
+# it was dropped (``_lines``), by the reason of the line.
+_DROPPED: Final = {
+    _LINE_REASON: instruction(_LINE_REASON),
+    _CROWDED: instruction(_CROWDED),
+    _NOT_UTF8: instruction(_NOT_UTF8),
+    _UNPARSED: instruction(_UNPARSED),
+}
 
 DESCRIBE_LIMIT: Final = 20_000
 """Characters of one unpinned tool's description and input schema (as compact JSON),
@@ -278,7 +294,8 @@ def stdio(
     is not bounded: its size was reviewed with it. The server's instructions
     (``connection.instructions``) are cut at ``describe_limit`` too, saying so. One
     line of the server's stdout (one message) may take a hundred times the larger of
-    the two limits: a longer one is dropped, and the request it answered fails saying so.
+    the two limits, and hold as many objects and arrays as the larger: a longer or fuller
+    one is dropped, and the request it answered fails saying so.
 
     Raises:
         ProvenanceError: the name is text branded untrusted (it is printed in the
@@ -795,7 +812,7 @@ class McpConnection:
         try:
             # The whole call, not each request of it: on 2026-07-28 the SDK retries a call
             # answered with an InputRequiredResult, up to ten rounds of a timeout each.
-            with anyio.fail_after(self.server.timeout):
+            with anyio.fail_after(self.server.timeout), _sdk_speaking():
                 result = await client.call_tool(name, arguments)  # type: ignore[attr-defined]  # an mcp.Client
         except Exception as error:
             if self._dropped_since(since, error):
@@ -808,6 +825,8 @@ class McpConnection:
             asked = _not_granted(error)
             if asked is not None:
                 raise _asked_for(self.server, name, *asked) from error
+            if _parse_error(error):
+                raise _unreadable(self.server, name, error) from error
             if _error_answer(error):
                 raise  # the server's JSON-RPC error: it says the call did not run
             raise _unreadable(self.server, name, error) from error
@@ -876,9 +895,10 @@ class McpConnection:
         stream; a server without one is checked at every call all the same."""
         client = self._client
         try:
-            async with client.listen(tools_list_changed=True) as subscription:  # type: ignore[attr-defined]  # an mcp.Client
-                async for _event in subscription:
-                    self._notice()
+            with _sdk_speaking():
+                async with client.listen(tools_list_changed=True) as subscription:  # type: ignore[attr-defined]  # an mcp.Client
+                    async for _event in subscription:
+                        self._notice()
         except Exception as error:  # not offered, or the stream ended: calls still check
             _log.debug("MCP server %r: no change notices (%s)", self.server.name, _quoted(error))
 
@@ -941,12 +961,20 @@ class McpConnection:
 
 def _long_lines(server: McpServer) -> LongLines:
     """The line limit of ``server``'s stdout (``_lines``: a hundred times the larger of its
-    result and describe limits), and the lines dropped over it."""
-    return LongLines(server.name, line_limit(server.result_limit, server.describe_limit))
+    result and describe limits), the objects and arrays a line may hold (the larger of the
+    two), and the lines dropped over them."""
+    return LongLines(
+        server.name,
+        line_limit(server.result_limit, server.describe_limit),
+        containers=container_limit(server.result_limit, server.describe_limit),
+    )
 
 
 async def _open(
-    server: McpServer, stack: AsyncExitStack, on_message: object, lines: LongLines
+    server: McpServer,
+    stack: AsyncExitStack,
+    on_message: Callable[[object], Awaitable[None]] | None,
+    lines: LongLines,
 ) -> object:
     mcp = require("mcp", _EXTRA, "veridic.integrations.mcp")
     target: object
@@ -978,15 +1006,36 @@ async def _open(
         "mode": server.protocol,
         "logging_callback": logged,
     }
-    if on_message is not None:
-        options["message_handler"] = on_message
+    options["message_handler"] = _counting_unparsed(lines, on_message)
     client = mcp.Client(target, **options)
     try:
-        await _held_open(client, server, stack)
+        with _sdk_speaking():  # the SDK's tasks start here, and keep the context
+            await _held_open(client, server, stack)
     finally:
         if errors is not None:
             errors.release()  # the child holds its own copy by now, or never will
     return client
+
+
+def _counting_unparsed(
+    lines: LongLines, on_message: Callable[[object], Awaitable[None]] | None
+) -> Callable[[object], Awaitable[None]]:
+    """The SDK's ``message_handler``: a line it could not parse is counted in ``lines``,
+    every other message passed on to ``on_message`` (when there is one).
+
+    The SDK hands the session the error of a line it could not parse (not JSON, not
+    JSON-RPC, nested deeper than its parser reads) and drops the line; the request the
+    line answered waited its whole timeout and was told the server "did not answer".
+    Counted, it is told what the server wrote, as for a line dropped by ``_lines``.
+    """
+
+    async def handle(message: object) -> None:
+        if isinstance(message, Exception):
+            lines.not_parsed(message)
+        elif on_message is not None:
+            await on_message(message)
+
+    return handle
 
 
 async def _held_open(client: Any, server: McpServer, stack: AsyncExitStack) -> None:
@@ -1044,7 +1093,7 @@ async def _listing(client: object, server: McpServer, *, refresh: bool) -> tuple
     anyio = require("anyio", _EXTRA, "veridic.integrations.mcp")
     tools: list[PinnedTool] = []
     cursor: str | None = None
-    with anyio.fail_after(server.timeout):
+    with anyio.fail_after(server.timeout), _sdk_speaking():
         for _ in range(_PAGES):
             page = await client.list_tools(  # type: ignore[attr-defined]  # an mcp.Client
                 cursor=cursor, cache_mode="refresh" if refresh else "use"
@@ -1158,6 +1207,15 @@ def _cut_off(server: McpServer, name: str) -> IntegrationError:
         "before calling it again, once the application has connected to the server again",
         reason="the MCP server closed the connection during the call",
     )
+
+
+def _parse_error(error: BaseException) -> bool:
+    """Whether ``error`` is a JSON-RPC parse error (-32700): over streamable HTTP, how the
+    SDK answers a call whose response it could not parse (nested deeper than its parser
+    reads, not JSON), in place of the response the server sent. Read as the server's
+    error, it said the call did not run; a server that sends one itself is read the same
+    way, which at worst asks the user to check a call that did not run."""
+    return getattr(getattr(error, "error", None), "code", None) == _PARSE_ERROR
 
 
 def _error_answer(error: BaseException) -> bool:
@@ -1457,9 +1515,7 @@ def _plain_errors() -> Iterator[None]:
 def _reason(error: BaseException, lines: LongLines) -> TrustedInstruction:
     """What the capability section says of a server that failed (never the error's text)."""
     if lines.dropped and any(_timed_out(leaf) for leaf in _leaves(error)):
-        if lines.long:
-            return instruction(_LINE_REASON)
-        return instruction(_NOT_UTF8)
+        return _DROPPED[lines.reason]
     if any(_timed_out(leaf) for leaf in _leaves(error)):
         return instruction("the MCP server did not answer in time")
     return instruction("the MCP server did not start")
