@@ -28,12 +28,15 @@ the plugin cannot name):
   ``Final`` text constant (its own or a base's), or on an instance of one, whose
   attribute then shadows the constant for reads through it (``self.TONE``).
 
-A name written in the code is a constant (or a variable declared trusted) or not, whatever
-the value: ``globals()["counter"] = 1`` beside ``TONE`` stays clean, ``globals()["TONE"] =
-True`` does not (mypy refuses ``TONE = True``). Under a name not known in the code, or in a
-module the plugin cannot name, a value that holds no text (``True``, a count, ``None``: not
-a ``list[str]``, not ``Any``) puts no text where text written in code or minted text is
-read, and stays clean: a plugin loader's ``vars(import_module(name))["enabled"] = True``.
+A name written in the code that is a constant (or a variable declared trusted) is refused
+whatever the value (mypy refuses ``TONE = True``); one the module does not bind, or binds to
+a plain ``str``, stays clean: ``globals()["counter"] = 1`` beside ``TONE``. Any other name
+(a class or a module whose constants are read through it, ``globals()["Prompts"] =
+Impostor``; a variable typed by a ``Literal``), a name not known in the code, or a module
+the plugin cannot name, takes only a value that reaches no text: ``None``, a flag, a
+number, or a builtin container of them (not text, ``object``, ``Any``, an object of
+another class, a class, a module, a function), as a plugin loader's
+``vars(import_module(name))["enabled"] = True``.
 
 The namespace may be kept in a variable first (``ns = globals(); ns["TONE"] = reply``,
 ``ns = vars(prompts)``, ``(ns := prompts.__dict__)``): a name bound to a namespace
@@ -171,7 +174,7 @@ def report_writes(checker: TypeChecker, expressions: list[Expression]) -> None:
 
 def report_values(checker: TypeChecker) -> None:
     """Report the writes of values :func:`report_writes` kept, at the end of the module's
-    check (when their types are known): a value that holds no text (``True``, a count) may
+    check (when their types are known): a value that reaches no text (``True``, a count) may
     be written under a name not known in the code, or into a module the plugin cannot name
     (a plugin loader's flag, ``vars(import_module(name))["enabled"] = True``), as it puts
     no text where text written in code (or minted text) is read."""
