@@ -8,7 +8,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import _constants
 
@@ -50,6 +50,32 @@ setattr(_constants, reply, 3)
 options = argparse.Namespace()
 vars(options)["verbose"] = True
 setattr(options, "verbose", True)  # noqa: B010
+
+
+# A name written in the code that reaches text read as written in code is rewritten by
+# what takes its place: a class or a module whose constants are read through it, a
+# variable typed by a Literal, an object of another class under a name not known in the
+# code. Only a value that reaches no text (a flag, a number, None) is clean there.
+
+
+class Hints:
+    HINT: Final = "Answer briefly."
+
+
+class Impostor:
+    HINT = reply
+
+
+MODE: Literal["brief"] = "brief"
+globals()["Hints"] = Impostor  # E: [veridic-literal] an item assigned through the namespace
+globals()["_constants"] = sys  # E: [veridic-literal] an item assigned through the namespace
+globals().update(MODE=reply)  # E: [veridic-literal] update() called on the namespace
+globals()[reply] = Impostor()  # E: [veridic-literal] an item assigned through the namespace
+globals()["MODE"] = None
+globals()["Hints"] = 3
+instruction(Hints.HINT)
+instruction(MODE)
+
 
 # The namespace kept in a variable first, passed where a mutable mapping is taken, or
 # given to exec()/eval() (which run in their caller's namespace without globals).

@@ -96,6 +96,16 @@ def load(loose: Any, rules: list[str]) -> None:
     setattr(plugin, "GREETING", loose)  # noqa: B010
     # E: [veridic-forge] named by text not known in the code
     setattr(importlib.import_module("_checked_persona"), name, reply)
+    # A class, a module or an object of a class of the code's own reaches text read as
+    # written in code through its attributes (Prompts.HINT): none holds "no text".
+    # E: [veridic-literal] setattr() on a module the plugin cannot name
+    setattr(importlib.import_module(name), "Prompts", Texts)  # noqa: B010
+    # E: [veridic-literal] the namespace of a module the plugin cannot name
+    vars(sys.modules[name])[name] = sys
+    # E: [veridic-literal] the namespace of a module the plugin cannot name
+    vars(sys.modules[name]).update(enabled=True, prompts=Texts())
+    # E: [veridic-literal] the namespace of a module the plugin cannot name
+    vars(sys.modules[name])["hook"] = load
     # A variable declared trusted, or a Final constant, named in the code: reported
     # whatever the value (mypy would refuse it in _checked_persona.BANNER = True).
     # E: [veridic-forge] the namespace of module "_checked_persona"

@@ -28,12 +28,15 @@ the plugin cannot name):
   ``Final`` text constant (its own or a base's), or on an instance of one, whose
   attribute then shadows the constant for reads through it (``self.TONE``).
 
-A name written in the code is a constant (or a variable declared trusted) or not, whatever
-the value: ``globals()["counter"] = 1`` beside ``TONE`` stays clean, ``globals()["TONE"] =
-True`` does not (mypy refuses ``TONE = True``). Under a name not known in the code, or in a
-module the plugin cannot name, a value that holds no text (``True``, a count, ``None``: not
-a ``list[str]``, not ``Any``) puts no text where text written in code or minted text is
-read, and stays clean: a plugin loader's ``vars(import_module(name))["enabled"] = True``.
+A name written in the code that is a constant (or a variable declared trusted) is refused
+whatever the value (mypy refuses ``TONE = True``); one the module does not bind, or binds to
+a plain ``str``, stays clean: ``globals()["counter"] = 1`` beside ``TONE``. Any other name
+(a class or a module whose constants are read through it, ``globals()["Prompts"] =
+Impostor``; a variable typed by a ``Literal``), a name not known in the code, or a module
+the plugin cannot name, takes only a value that reaches no text: ``None``, a flag, a
+number, or a builtin container of them (not text, ``object``, ``Any``, an object of
+another class, a class, a module, a function), as a plugin loader's
+``vars(import_module(name))["enabled"] = True``.
 
 The namespace may be kept in a variable first (``ns = globals(); ns["TONE"] = reply``,
 ``ns = vars(prompts)``, ``(ns := prompts.__dict__)``): a name bound to a namespace
@@ -81,6 +84,7 @@ from mypy.nodes import (
     NameExpr,
     RefExpr,
     StrExpr,
+    SymbolNode,
     TypeInfo,
     Var,
 )
@@ -90,6 +94,8 @@ from mypy.types import (
     AnyType,
     CallableType,
     Instance,
+    LiteralType,
+    NoneType,
     ProperType,
     TupleType,
     Type,
@@ -101,7 +107,7 @@ from mypy.types import (
 from mypy.util import correct_relative_import
 
 from veridic.mypy import _names, errorcodes
-from veridic.mypy._any_declared import holds_trusted, may_hold_text
+from veridic.mypy._any_declared import holds_trusted
 from veridic.mypy._rebinding import assigned, every_statement
 
 ATTRIBUTE_WRITERS: Final = frozenset({"builtins.setattr", "builtins.delattr"})
@@ -168,7 +174,7 @@ def report_writes(checker: TypeChecker, expressions: list[Expression]) -> None:
 
 def report_values(checker: TypeChecker) -> None:
     """Report the writes of values :func:`report_writes` kept, at the end of the module's
-    check (when their types are known): a value that holds no text (``True``, a count) may
+    check (when their types are known): a value that reaches no text (``True``, a count) may
     be written under a name not known in the code, or into a module the plugin cannot name
     (a plugin loader's flag, ``vars(import_module(name))["enabled"] = True``), as it puts
     no text where text written in code (or minted text) is read."""
@@ -394,11 +400,11 @@ def _check_runs_in(
     """Report a write of ``pairs`` (any value under any name, by default) into ``module``'s
     namespace that may rewrite a variable declared trusted or a ``Final`` constant."""
     trusted = _trusted(module)
-    if any(_rewrites(checker, trusted, key, value) for key, value in pairs):
+    if any(_rewrites(module, trusted, key, value) for key, value in pairs):
         shown = f" (its variables declared trusted: {', '.join(sorted(trusted)[:5])})"
         _fail_trusted(checker, f"{how} the namespace of {_display(module)}{shown}", context)
     constants = _constants(module)
-    if not any(_rewrites(checker, constants, key, value) for key, value in pairs):
+    if not any(_rewrites(module, constants, key, value) for key, value in pairs):
         return
     shown = (
         "" if constants is None else f" (its Final constants: {', '.join(sorted(constants)[:5])})"
@@ -407,19 +413,85 @@ def _check_runs_in(
 
 
 def _rewrites(
-    checker: TypeChecker, names: frozenset[str] | None, key: str | None, value: Type | None
+    module: MypyFile | TypeInfo | object,
+    names: frozenset[str] | None,
+    key: str | None,
+    value: Type | None,
 ) -> bool:
-    """Whether writing ``value`` under ``key`` may rewrite one of ``names`` (``None``: not
-    known, the namespace of a module the plugin cannot name). A name written in the code is
-    one of them or not, whatever the value (mypy would refuse ``prompts.TONE = True``);
-    under another name, or into an unknown module, only a value that may hold text can
-    put text where text written in code (or minted text) is read: a flag or a count
-    cannot."""
+    """Whether writing ``value`` under ``key`` into ``module`` may rewrite one of ``names``
+    (``None``: not known, the namespace of a module the plugin cannot name), or what they
+    are read through. A name written in the code that is one of them is, whatever the
+    value (mypy would refuse ``prompts.TONE = True``); one the code does not bind, or binds
+    to a plain ``str``, is not. Another name the code binds (a class or a module whose
+    constants are read through it, a variable typed by a ``Literal``), another name, or
+    an unknown module, is rewritten unless the value reaches no text (:func:`_inert`)."""
     if names == frozenset():
         return False
     if key is not None and names is not None:
-        return key in names
-    return value is None or may_hold_text(value, checker)
+        if key in names:
+            return True
+        if not _reaches_text(_bound(module, key)):
+            return False
+    return not _inert(value)
+
+
+def _bound(module: MypyFile | TypeInfo | object, key: str) -> SymbolNode | None:
+    """What ``module`` (or a class, or a base of it) binds ``key`` to in the code."""
+    if isinstance(module, MypyFile):
+        symbol = module.names.get(key)
+    elif isinstance(module, TypeInfo):
+        symbol = module.get(key)
+    else:
+        return None
+    return None if symbol is None else symbol.node
+
+
+def _reaches_text(node: SymbolNode | None) -> bool:
+    """Whether text read as written in code may be reached through ``node``: anything bound
+    but a variable declared a plain ``str`` (or a value that reaches no text), which no
+    rule reads as text written in code (a ``Literal`` one is)."""
+    if node is None:
+        return False
+    if not isinstance(node, Var) or node.type is None:
+        return True
+    proper = get_proper_type(node.type)
+    items = proper.items if isinstance(proper, UnionType) else [proper]
+    return not all(_plain_text(item) or _inert(item) for item in items)
+
+
+def _plain_text(typ: Type) -> bool:
+    proper = get_proper_type(typ)
+    return isinstance(proper, Instance) and proper.type.fullname == "builtins.str"
+
+
+_INERT: Final = frozenset({"builtins.bool", "builtins.int", "builtins.float", "builtins.complex"})
+"""Values that reach no text: a flag or a number (``bool`` cannot be subclassed)."""
+_INERT_CONTAINERS: Final = frozenset(
+    {"builtins.list", "builtins.tuple", "builtins.dict", "builtins.set", "builtins.frozenset"}
+)
+
+
+def _inert(typ: Type | None) -> bool:
+    """Whether a value of type ``typ`` reaches no text: ``None``, a flag, a number, or a
+    builtin container of those. An object of any other class (its attributes may be read
+    where the name it replaces was: ``Prompts.TONE``), a class, a module, a function, text,
+    ``object`` and ``Any`` may."""
+    proper = get_proper_type(typ)
+    if isinstance(proper, NoneType):
+        return True
+    if isinstance(proper, LiteralType):
+        return _inert(proper.fallback)  # an enum's member is an object of its class
+    if isinstance(proper, UnionType):
+        return all(_inert(item) for item in proper.items)
+    if isinstance(proper, TupleType):
+        fallback = proper.partial_fallback.type.fullname
+        return fallback == "builtins.tuple" and all(_inert(item) for item in proper.items)
+    if isinstance(proper, Instance):
+        name = proper.type.fullname
+        return name in _INERT or (
+            name in _INERT_CONTAINERS and all(_inert(arg) for arg in proper.args)
+        )
+    return False
 
 
 def check_attribute_write(
@@ -443,7 +515,7 @@ def check_attribute_write(
     key = name.value if isinstance(name, StrExpr) else None
     value = ctx.arg_types[2][0] if len(ctx.arg_types) > 2 and len(ctx.arg_types[2]) == 1 else None
     trusted = _trusted(module)
-    if _rewrites(checker, trusted, key, value):
+    if _rewrites(module, trusted, key, value):
         target = (
             f'the variable "{name.value}", declared trusted'
             if isinstance(name, StrExpr)
@@ -451,14 +523,14 @@ def check_attribute_write(
         )
         _fail_trusted(checker, f"{what} on {_display(module)} sets {target}", ctx.context)
     constants = _constants(module)
-    if not _rewrites(checker, constants, key, value):
+    if not _rewrites(module, constants, key, value):
         return
-    if isinstance(name, StrExpr):
-        target = (
-            f'the Final constant "{name.value}"'
-            if constants is not None
-            else f'"{name.value}", which may be a Final constant of it'
-        )
+    if isinstance(name, StrExpr) and constants is not None and name.value in constants:
+        target = f'the Final constant "{name.value}"'
+    elif isinstance(name, StrExpr) and constants is not None:
+        target = f'"{name.value}", through which its Final constants may be read'
+    elif isinstance(name, StrExpr):
+        target = f'"{name.value}", which may be a Final constant of it'
     else:
         target = "an attribute named by text not known in the code"
     _fail(checker, f"{what} on {_display(module)} sets {target}", ctx.context)
