@@ -8,7 +8,7 @@ a second copy of every prompt.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from veridic._workflow_commands import inert_line
 
@@ -168,15 +168,19 @@ def message_shown(error: BaseException) -> str:
     return inert_line(shown(error_message(error)))
 
 
-def traceback_shown(error: BaseException) -> str:
+def traceback_shown(
+    error: BaseException, message: Callable[[BaseException], str] | None = None
+) -> str:
     """``error``'s traceback for a log, with the errors that caused it (its ``__cause__``,
     else its ``__context__`` unless suppressed), first cause first: the frames of each,
     then its class (:func:`class_named`) and its message (:func:`message_shown`).
 
     What ``exc_info`` would print, but without writing any message raw (a store's or an
     exporter's may quote outside text) and without running an exception's ``__str__``
-    unguarded when the log line is written.
+    unguarded when the log line is written. ``message`` writes each error's message in
+    place of :func:`message_shown` (the MCP client's SDK log lines keep more of it).
     """
+    told_message = message_shown if message is None else message
     chain: list[BaseException] = []
     current: BaseException | None = error
     while current is not None and all(current is not seen for seen in chain):
@@ -188,7 +192,7 @@ def traceback_shown(error: BaseException) -> str:
     told = (
         "Traceback (most recent call last):\n"
         + "".join(traceback.format_tb(each.__traceback__))
-        + f"{class_named(each)}: {message_shown(each)}"
+        + f"{class_named(each)}: {told_message(each)}"
         for each in reversed(chain)
     )
     return "\n\nwhich led to:\n\n".join(told)

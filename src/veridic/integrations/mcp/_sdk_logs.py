@@ -28,12 +28,11 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
-import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Final
 
-from veridic._sample import class_named, cut_short, error_message
+from veridic._sample import class_named, cut_short, error_message, traceback_shown
 from veridic._workflow_commands import inert_line
 
 __all__ = ["SDK_LOGGERS", "SHOWN", "speaking"]
@@ -127,18 +126,4 @@ def _traceback(error: BaseException) -> str:
     """What ``exc_info`` would print of ``error`` and the errors that led to it, each
     error's message one inert line (pydantic's quotes the server's line; its own lines
     are kept, escaped, rather than cut to a sample)."""
-    chain: list[BaseException] = []
-    current: BaseException | None = error
-    while current is not None and all(current is not seen for seen in chain):
-        chain.append(current)
-        cause = current.__cause__
-        current = (
-            cause if cause is not None or current.__suppress_context__ else current.__context__
-        )
-    told = (
-        "Traceback (most recent call last):\n"
-        + "".join(traceback.format_tb(each.__traceback__))
-        + f"{class_named(each)}: {_one_line(error_message(each))}"
-        for each in reversed(chain)
-    )
-    return "\n\nwhich led to:\n\n".join(told)
+    return traceback_shown(error, lambda each: _one_line(error_message(each)))
