@@ -163,9 +163,7 @@ def test_a_call_refused_for_its_validators_guarded_operation_is_recorded_refused
     policy.ask("tidy")
     audit = SQLiteAuditSink(":memory:")
     with pytest.raises(GuardDeniedError, match="were validated"):
-        _run(
-            view, road, policy, confirm=True, arguments={"target": {"name": "q3"}}, audit=audit
-        )
+        _run(view, road, policy, confirm=True, arguments={"target": {"name": "q3"}}, audit=audit)
     (record,) = audit.records()
     assert record.tool == "tidy"
     assert record.outcome is CallOutcome.REFUSED

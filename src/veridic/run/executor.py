@@ -1648,6 +1648,7 @@ def _raised_if_guarded(refused: CallResult) -> CallResult:
         raise refused.error
     return refused
 
+
 _INTERRUPTED: Final = "_veridic_interrupted_call"
 """Where an interrupt keeps the result of the call it cut short (in its ``__dict__``: a
 ``KeyboardInterrupt`` cannot be weakly referenced, so no table keyed by it)."""
