@@ -102,6 +102,7 @@ def _run(
     *,
     confirm: bool,
     arguments: dict[str, object],
+    audit: SQLiteAuditSink | None = None,
 ) -> CallResult:
     """One call of ``tidy`` through ``road``, ``confirm`` the user's answer if asked.
 
@@ -112,7 +113,7 @@ def _run(
     """
     options = {
         "policy": policy,
-        "audit": SQLiteAuditSink(":memory:"),
+        "audit": SQLiteAuditSink(":memory:") if audit is None else audit,
         "request_id": "req-1",
         "prompt": PROMPT,
         "confirm": lambda request: confirm,
@@ -147,6 +148,28 @@ def test_a_guarded_operation_in_an_argument_validator_is_refused_before_approval
     message = str(raised.value)
     assert "while the arguments of tool 'tidy' were validated" in message
     assert "move it into the handler" in message
+
+
+@pytest.mark.parametrize("road", ROADS)
+def test_a_call_refused_for_its_validators_guarded_operation_is_recorded_refused(
+    road: Road,
+) -> None:
+    """The refusal is raised out of the call (the application's to fix), and the call is
+    recorded all the same: refused, and it did not run. It escaped with no record, so the
+    audit trail held nothing of a call the model made."""
+    STORE.deleted.clear()
+    view = _view(Purging)
+    policy = ApprovalPolicy(view)
+    policy.ask("tidy")
+    audit = SQLiteAuditSink(":memory:")
+    with pytest.raises(GuardDeniedError, match="were validated"):
+        _run(view, road, policy, confirm=True, arguments={"target": {"name": "q3"}}, audit=audit)
+    (record,) = audit.records()
+    assert record.tool == "tidy"
+    assert record.outcome is CallOutcome.REFUSED
+    assert "validator" in record.detail
+    assert "hard delete report" in record.detail
+    assert STORE.deleted == []
 
 
 def test_normalizing_a_plan_runs_no_guarded_operation_of_its_arguments() -> None:

@@ -341,7 +341,7 @@ def execute(
         )
         checked = call.check(arguments, sync=True, context=context)
         if isinstance(checked, CallResult):
-            return span.ended(call.stored(checked))
+            return _raised_if_guarded(span.ended(call.stored(checked)))
         prepared, request = checked
         mode, answer = request.mode, None
         if mode is None:
@@ -426,7 +426,7 @@ async def aexecute(
         )
         checked = call.check(arguments, sync=False, context=context)
         if isinstance(checked, CallResult):
-            return span.ended(await call.astored(checked))
+            return _raised_if_guarded(span.ended(await call.astored(checked)))
         prepared, request = checked
         mode, answer = request.mode, None
         if mode is None:
@@ -1174,6 +1174,9 @@ class _Call:
             return self._refused(
                 status.tool, f"invalid_arguments: {', '.join(error.fields)}", error
             )
+        except GuardDeniedError as error:  # a validator's guarded operation (Tool.validate)
+            detail = f"guard_denied: an argument validator's guarded operation: {error}"
+            return self._refused(status.tool, detail, error)
         if sync and prepared.tool.is_async:
             raise VeridicError(
                 f"tool {self.name!r} ({prepared.tool.origin}) is async, and execute() would "
@@ -1635,6 +1638,15 @@ class _Call:
             arguments_sha256=self.arguments_sha256,
             call_id=self.call_id,
         )
+
+
+def _raised_if_guarded(refused: CallResult) -> CallResult:
+    """``refused``, the result of a call the view refused (its record written), or its
+    error raised when that is a guard's refusal of an argument validator's operation: the
+    application's code to fix (move the effect into the handler), not the model's call."""
+    if isinstance(refused.error, GuardDeniedError):
+        raise refused.error
+    return refused
 
 
 _INTERRUPTED: Final = "_veridic_interrupted_call"
