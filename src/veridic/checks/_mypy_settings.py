@@ -43,7 +43,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Final
 
-from veridic.checks._regular import not_regular
+from veridic.checks._regular import NotRegularFileError, not_regular, open_regular
 
 if TYPE_CHECKING:
     from mypy.options import Options
@@ -269,11 +269,18 @@ def _require_regular(path: Path) -> None:
 def _structure(path: Path) -> tuple[Section, ...] | None:
     """The sections of ``path`` as written (where each key is), read by hand.
 
+    The file is opened by ``open_regular``, which judges
+    what was opened: one swapped for a FIFO or a device after ``_require_regular``
+    looked is refused unread too.
+
     Raises:
-        ConfigError: the file cannot be read or parsed.
+        ConfigError: the file cannot be read or parsed, or is no regular file once opened.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        with io.TextIOWrapper(open_regular(path), encoding="utf-8") as file:
+            text = file.read()
+    except NotRegularFileError as error:
+        raise ConfigError(str(error), None, not_regular=True) from error
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"{type(error).__name__}: {error}", None) from error
     if path.name.lower().endswith(".toml"):
