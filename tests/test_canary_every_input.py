@@ -389,6 +389,34 @@ def instruction_template(payload: str, shape: Shape) -> Sent:
     return _refused(lambda: template.render({"persona": persona}), payload)  # type: ignore[typeddict-item]  # the refusal under test
 
 
+_SPOKEN: dict[str, str] = {}
+"""The outside text :class:`_Tone`'s members write by their own code, set per example."""
+
+
+class _Tone(enum.Enum):
+    """A member writes its text by its own code, which reads outside text kept elsewhere."""
+
+    CALM = "calm"
+
+    def __str__(self) -> str:
+        return _SPOKEN.get("text", "calm")
+
+
+class _Toned(TypedDict):
+    tone: _Tone
+
+
+def instruction_template_own_text(payload: str, shape: Shape) -> Sent:
+    """A value the template's checks pass (a declared Enum member) whose ``__str__`` gives
+    outside text: what the value's own code writes is checked as any value is."""
+    template = Templates().instruction_from_source(instruction("Be {{ tone }}."), params=_Toned)
+    _SPOKEN["text"] = _brand(payload)
+    try:
+        return _refused(lambda: template.render({"tone": _Tone.CALM}), payload)
+    finally:
+        _SPOKEN.clear()
+
+
 class _StoredPrompt(BaseModel):
     name: str
     content: InstructionField
@@ -753,6 +781,7 @@ ENTRIES: Final[dict[str, Callable[[str, Shape], Sent]]] = {
         system_slot,
         data_template,
         instruction_template,
+        instruction_template_own_text,
         instruction_field,
         external_unpinned,
         external_description_pinned,
